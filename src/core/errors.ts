@@ -1,0 +1,107 @@
+/**
+ * Every error a user may branch on. Each has a stable string `code`; messages are for people,
+ * codes are for programs. Nothing here does I/O.
+ */
+export type ErrorCode =
+  | 'INVALID_PAYLOAD'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'PAYLOAD_SCHEMA'
+  | 'UNKNOWN_JOB_TYPE'
+  | 'INVALID_OPTION'
+  | 'INVALID_URL'
+  | 'JOB_NOT_FOUND'
+  | 'INVALID_STATE'
+  | 'LEASE_LOST'
+  | 'TIMEOUT'
+  | 'MAX_RUNTIME'
+  | 'SHUTDOWN'
+  | 'CANCELLED'
+  | 'PERMANENT_FAILURE'
+  | 'SCHEMA_TOO_NEW'
+  | 'UNSUPPORTED_SERVER'
+  | 'NOT_SUPPORTED'
+  | 'TRANSIENT_STORAGE'
+  | 'STORAGE'
+  | 'HANDLER_ERROR';
+
+export class LeaseholdError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** Input was rejected before anything was written. */
+export class ValidationError extends LeaseholdError {}
+
+/** The job type is not one this client or worker knows. */
+export class UnknownJobTypeError extends ValidationError {
+  constructor(readonly jobType: string, known: readonly string[]) {
+    super('UNKNOWN_JOB_TYPE', `unknown job type "${jobType}"; known types: ${known.join(', ') || '(none)'}`);
+  }
+}
+
+export class JobNotFoundError extends LeaseholdError {
+  constructor(readonly jobId: string) {
+    super('JOB_NOT_FOUND', `job ${jobId} not found`);
+  }
+}
+
+/** An admin operation was asked of a job in a state that does not allow it. */
+export class InvalidStateError extends LeaseholdError {
+  constructor(readonly jobId: string, readonly status: string, action: string) {
+    super('INVALID_STATE', `cannot ${action} job ${jobId}: it is ${status}`);
+  }
+}
+
+/** A fenced write changed nothing: another worker (or an operator) owns the job now. */
+export class LeaseLostError extends LeaseholdError {
+  constructor(readonly jobId: string, what: string) {
+    super('LEASE_LOST', `lease on job ${jobId} lost; ${what} rejected`);
+  }
+}
+
+/**
+ * Throw from a handler to fail the job permanently (straight to `dead`, no retries left
+ * to spend). Anything else a handler throws is a retryable failure.
+ */
+export class PermanentFailure extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('PERMANENT_FAILURE', message, options);
+  }
+}
+
+/** The database reported a condition worth retrying (deadlock, busy, dropped connection). */
+export class TransientStorageError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('TRANSIENT_STORAGE', message, options);
+  }
+}
+
+export class SchemaTooNewError extends LeaseholdError {
+  constructor(found: number, known: number) {
+    super('SCHEMA_TOO_NEW', `database schema is at version ${found}, this leasehold knows up to ${known}; upgrade leasehold`);
+  }
+}
+
+export class NotSupportedError extends LeaseholdError {
+  constructor(what: string, dialect: string) {
+    super('NOT_SUPPORTED', `${what} is not supported by the ${dialect} storage`);
+  }
+}
+
+/** Why a handler's AbortSignal fired; `signal.reason` is one of these. */
+export class AbortReason extends LeaseholdError {
+  constructor(
+    code: Extract<ErrorCode, 'TIMEOUT' | 'MAX_RUNTIME' | 'LEASE_LOST' | 'SHUTDOWN' | 'CANCELLED'>,
+    message: string,
+  ) {
+    super(code, message);
+  }
+}
+
+export function isLeaseholdError(e: unknown): e is LeaseholdError {
+  return e instanceof LeaseholdError;
+}

@@ -1,0 +1,145 @@
+/**
+ * Validation of everything a user hands to `enqueue`, before anything is written.
+ * Bad input throws a `ValidationError` with a stable code; nothing reaches storage.
+ */
+import { ValidationError } from './errors.js';
+import type { NewJob } from './storage.js';
+
+export interface EnqueueOptions {
+  /** absolute time to run at (Date or ISO-8601 string) */
+  runAt?: Date | string;
+  /** run after this many milliseconds (from the database's now) */
+  delayMs?: number;
+  queue?: string;
+  /** lower runs first; default 0 */
+  priority?: number;
+  maxAttempts?: number;
+  /** a second enqueue with the same key returns the first job instead of a new row */
+  idempotencyKey?: string;
+  /** inactivity timeout per attempt */
+  timeoutMs?: number;
+  /** hard bound on one attempt */
+  maxRuntimeMs?: number;
+}
+
+export interface JobDefaults {
+  queue: string;
+  priority: number;
+  maxAttempts: number;
+  timeoutMs: number;
+  maxRuntimeMs: number;
+}
+
+export const DEFAULT_JOB_DEFAULTS: JobDefaults = {
+  queue: 'default',
+  priority: 0,
+  maxAttempts: 5,
+  timeoutMs: 5 * 60_000,
+  maxRuntimeMs: 60 * 60_000,
+};
+
+/** Payloads are references, not blobs (DESIGN §3). */
+export const DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024;
+
+const NAME_RE = /^[A-Za-z0-9_.:\-/]{1,128}$/;
+
+function invalid(message: string): never {
+  throw new ValidationError('INVALID_OPTION', message);
+}
+
+export function validateName(kind: string, value: unknown): string {
+  if (typeof value !== 'string' || !NAME_RE.test(value)) {
+    invalid(`${kind} must be 1-128 characters of letters, digits and _ . : - /; got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function intOption(name: string, v: number | undefined, min: number, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (v === undefined) return fallback;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    invalid(`${name} must be an integer between ${min} and ${max}; got ${String(v)}`);
+  }
+  return v;
+}
+
+/**
+ * Check that `payload` is plain JSON (null, booleans, finite numbers, strings, arrays, plain
+ * objects) and small enough. Dates, Maps, class instances, functions, BigInt, NaN and cycles
+ * are refused rather than silently changed by JSON.stringify.
+ */
+export function validatePayload(payload: unknown, maxBytes: number = DEFAULT_MAX_PAYLOAD_BYTES): string {
+  const seen = new Set<object>();
+  const walk = (v: unknown, path: string): void => {
+    if (v === null || typeof v === 'boolean' || typeof v === 'string') return;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) throw new ValidationError('INVALID_PAYLOAD', `payload${path} is ${v}, which JSON cannot hold`);
+      return;
+    }
+    if (typeof v !== 'object') throw new ValidationError('INVALID_PAYLOAD', `payload${path} is a ${typeof v}, which is not JSON`);
+    if (seen.has(v)) throw new ValidationError('INVALID_PAYLOAD', `payload${path} is circular`);
+    seen.add(v);
+    if (Array.isArray(v)) {
+      v.forEach((x, i) => walk(x, `${path}[${i}]`));
+    } else {
+      const proto = Object.getPrototypeOf(v) as unknown;
+      if (proto !== Object.prototype && proto !== null) {
+        const name = (v as { constructor?: { name?: string } }).constructor?.name ?? 'object';
+        throw new ValidationError('INVALID_PAYLOAD', `payload${path} is a ${name}; only plain JSON objects are allowed (store dates as ISO strings)`);
+      }
+      for (const [k, x] of Object.entries(v)) walk(x, `${path}.${k}`);
+    }
+    seen.delete(v);
+  };
+  walk(payload, '');
+  const json = JSON.stringify(payload);
+  const bytes = new TextEncoder().encode(json).length;
+  if (bytes > maxBytes) {
+    throw new ValidationError('PAYLOAD_TOO_LARGE', `payload is ${bytes} bytes; the limit is ${maxBytes} (store a reference, not the data)`);
+  }
+  return json;
+}
+
+/** Parse a JSON payload given as text (CLI, dashboard). */
+export function parsePayloadText(text: string, maxBytes: number = DEFAULT_MAX_PAYLOAD_BYTES): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new ValidationError('INVALID_PAYLOAD', `payload is not valid JSON: ${(e as Error).message}`);
+  }
+  validatePayload(value, maxBytes);
+  return value;
+}
+
+function parseRunAt(v: Date | string): Date {
+  const d = typeof v === 'string' ? new Date(v) : v;
+  if (!(d instanceof Date) || Number.isNaN(d.getTime())) invalid(`runAt is not a valid date: ${String(v)}`);
+  return d;
+}
+
+/** Build the row to insert from user input, or throw a `ValidationError`. */
+export function buildNewJob(type: string, payload: unknown, opts: EnqueueOptions, defaults: JobDefaults, maxPayloadBytes?: number): NewJob {
+  validateName('job type', type);
+  validatePayload(payload, maxPayloadBytes);
+  if (opts.runAt !== undefined && opts.delayMs !== undefined) invalid('give runAt or delayMs, not both');
+  if (opts.delayMs !== undefined && (typeof opts.delayMs !== 'number' || !Number.isFinite(opts.delayMs) || opts.delayMs < 0)) {
+    invalid(`delayMs must be a number >= 0; got ${String(opts.delayMs)}`);
+  }
+  const key = opts.idempotencyKey;
+  if (key !== undefined && (typeof key !== 'string' || key.length === 0 || key.length > 255)) {
+    invalid('idempotencyKey must be a non-empty string of at most 255 characters');
+  }
+  const timeoutMs = intOption('timeoutMs', opts.timeoutMs, 1, defaults.timeoutMs);
+  return {
+    type,
+    payload,
+    queue: validateName('queue', opts.queue ?? defaults.queue),
+    priority: intOption('priority', opts.priority, -32768, defaults.priority, 32767),
+    runAt: opts.runAt === undefined ? undefined : parseRunAt(opts.runAt),
+    runAfterMs: Math.round(opts.delayMs ?? 0),
+    maxAttempts: intOption('maxAttempts', opts.maxAttempts, 1, defaults.maxAttempts, 1_000_000),
+    idempotencyKey: key ?? null,
+    timeoutMs,
+    maxRuntimeMs: intOption('maxRuntimeMs', opts.maxRuntimeMs, 1, Math.max(defaults.maxRuntimeMs, timeoutMs)),
+  };
+}

@@ -1,0 +1,315 @@
+/**
+ * The storage contract: what every adapter (memory, sqlite, postgres, mysql) implements.
+ * Types only. Adapters perform decisions made elsewhere as single guarded, atomic writes and
+ * report which rows changed; they never choose retry policy or the next state.
+ *
+ * Time: every "now" is the database's clock (SQLite and memory: the process clock). Callers
+ * pass durations (`leaseMs`, `runAfterMs`), never absolute times computed on the app server,
+ * except `runAt` chosen explicitly by a user.
+ *
+ * Exact semantics every adapter must meet (the conformance suite in test/conformance pins them):
+ * - ids are decimal strings of an auto-incrementing integer; "newest first" sorts numerically.
+ * - insertJobs: one transaction. A duplicate idempotency key (against any existing row, or an
+ *   earlier item of the same batch) returns that row with created=false and inserts nothing.
+ *   run_at = runAt ?? now + runAfterMs; status 'queued'; attempts 0.
+ * - claimJobs: one atomic step. Due = status IN ('queued','failed') AND run_at <= now AND type
+ *   IN types AND (queues null OR queue IN queues), ordered priority ASC, run_at ASC, id ASC.
+ *   Each claimed row: status 'running', locked_by = workerId, lease_token = a fresh random token
+ *   (>= 128 bits), locked_until = now + leaseMs, heartbeat_at = started_at = now,
+ *   attempts + 1. Opens a job_attempts row (outcome 'running', attempt = new attempts, worker,
+ *   token, started_at now). Concurrent claimers never get the same row.
+ * - heartbeat: rows matching id AND lease_token AND status 'running' get locked_until = now +
+ *   leaseMs, heartbeat_at = now; every other lease is reported lost with the job's status.
+ * - finishJobs: each item lands only WHERE id AND lease_token match AND status = 'running'
+ *   (AND locked_until < now when onlyIfExpired). It sets status; run_at = now + runAfterMs when
+ *   given; attempts - 1 when uncountAttempt; last_error_code/last_error when error is given;
+ *   clears locked_by, lease_token, locked_until; finished_at = now for succeeded/dead/cancelled
+ *   (else null); and closes the attempt row with the same (job_id, lease_token): finished_at,
+ *   duration_ms, outcome, error fields, retry_delay_ms.
+ * - retryJob: from queued/failed/dead/cancelled → queued, run_at = now, attempts = 0, lease and
+ *   finished_at cleared. cancelJob: from queued/failed/running → cancelled, finished_at = now,
+ *   lease cleared, last_error_code 'CANCELLED'; a running attempt row closes as 'cancelled'.
+ *   Both return the row as it is afterwards (null if no such job) and whether they applied.
+ * - reserveEffect, one transaction: 'lost' unless the job is running under this lease_token;
+ *   no row → insert (key, job_id, lease_token, 'pending') → 'reserved'; a 'done' row →
+ *   'done' with its result; a 'pending' row under this token → 'reserved'; a 'pending' row
+ *   under another token (an attempt that died) → take it over → 'reserved'.
+ *   completeEffect: fenced the same way; pending row under this token → 'done' with result.
+ * - pruneJobs deletes jobs (and their attempts) whose status is listed and whose finished_at is
+ *   older than now - olderThanMs, at most `limit`. The effect ledger is never pruned with them.
+ *
+ * @experimental the contract may change before 1.0 without a major version.
+ */
+import type { AttemptOutcome, JobStatus } from './status.js';
+
+export interface Capabilities {
+  /** several processes may use the same database at once */
+  readonly multiProcess: boolean;
+  /** `insertJobs(…, { tx })` accepts the caller's own transaction handle */
+  readonly transactionalEnqueue: boolean;
+  /** wake-ups are pushed (LISTEN/NOTIFY); otherwise workers poll */
+  readonly listenNotify: boolean;
+}
+
+export interface JobRow {
+  id: string;
+  queue: string;
+  type: string;
+  payload: unknown;
+  status: JobStatus;
+  /** lower runs first */
+  priority: number;
+  runAt: Date;
+  /** attempts counted so far (a claim counts one; snooze and shutdown hand-back give it back) */
+  attempts: number;
+  maxAttempts: number;
+  idempotencyKey: string | null;
+  lockedBy: string | null;
+  leaseToken: string | null;
+  lockedUntil: Date | null;
+  heartbeatAt: Date | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  lastErrorCode: string | null;
+  lastError: string | null;
+  /** inactivity timeout per attempt: no `ctx.heartbeat()` for this long aborts it */
+  timeoutMs: number;
+  /** hard bound on one attempt, heartbeats or not */
+  maxRuntimeMs: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A job as the runtime wants it inserted. Validation happened before this point. */
+export interface NewJob {
+  queue: string;
+  type: string;
+  /** already JSON-serialisable and size-checked */
+  payload: unknown;
+  priority: number;
+  /** absolute time chosen by the user; wins over `runAfterMs` */
+  runAt?: Date | undefined;
+  /** delay from the database's now; 0 = due now */
+  runAfterMs: number;
+  maxAttempts: number;
+  idempotencyKey: string | null;
+  timeoutMs: number;
+  maxRuntimeMs: number;
+}
+
+export interface InsertResult {
+  job: JobRow;
+  /** false: a job with the same idempotency key already existed and is returned instead */
+  created: boolean;
+}
+
+export interface ClaimParams {
+  workerId: string;
+  /** only these types (the ones the worker has handlers for); never empty */
+  types: readonly string[];
+  /** only these queues; null = every queue */
+  queues: readonly string[] | null;
+  limit: number;
+  leaseMs: number;
+}
+
+/** A claimed job: `leaseToken` and `lockedUntil` are set, `attempts` already counts this one. */
+export interface ClaimedJob extends JobRow {
+  leaseToken: string;
+  lockedUntil: Date;
+}
+
+export interface LeaseRef {
+  id: string;
+  leaseToken: string;
+}
+
+export interface HeartbeatParams {
+  leases: readonly LeaseRef[];
+  leaseMs: number;
+}
+
+export interface HeartbeatResult {
+  /** leases that no longer hold, with the job's current status (null: the job is gone) */
+  lost: { id: string; status: JobStatus | null }[];
+}
+
+export interface ErrorInfo {
+  code: string;
+  message: string;
+  stack?: string | null;
+}
+
+/**
+ * One fenced finish: lands only where `id` and `leaseToken` still match a running job.
+ * Used for success, failure, death, snooze, cancel-by-handler, shutdown hand-back and
+ * sweeper rescue alike.
+ */
+export interface FinishParams {
+  id: string;
+  leaseToken: string;
+  status: Exclude<JobStatus, 'running'>;
+  /** for `failed` / `queued`: run_at = db now + runAfterMs */
+  runAfterMs?: number;
+  /** give the claimed attempt back (snooze, shutdown hand-back): attempts = attempts - 1 */
+  uncountAttempt?: boolean;
+  /** sets last_error_code / last_error (null leaves them as they are) */
+  error?: ErrorInfo | null;
+  /** closes this attempt's history row */
+  attempt: { outcome: AttemptOutcome; error?: ErrorInfo | null; retryDelayMs?: number | null };
+  /** sweeper only: land only if the lease has expired (locked_until < now) */
+  onlyIfExpired?: boolean;
+}
+
+export interface FinishResult {
+  id: string;
+  /** false: the lease was lost (or, with onlyIfExpired, had not expired); nothing was written */
+  applied: boolean;
+}
+
+/** A running job whose lease has expired, as the sweeper sees it. */
+export interface ExpiredLease {
+  id: string;
+  type: string;
+  leaseToken: string;
+  lockedBy: string | null;
+  attempts: number;
+  maxAttempts: number;
+}
+
+export interface AttemptRow {
+  id: string;
+  jobId: string;
+  /** the job's attempt count when this attempt was claimed */
+  attempt: number;
+  workerId: string;
+  leaseToken: string;
+  startedAt: Date;
+  finishedAt: Date | null;
+  durationMs: number | null;
+  outcome: AttemptOutcome;
+  errorCode: string | null;
+  errorMessage: string | null;
+  errorStack: string | null;
+  /** for retried attempts: how long until the next try */
+  retryDelayMs: number | null;
+}
+
+export interface JobQuery {
+  status?: JobStatus | undefined;
+  queue?: string | undefined;
+  type?: string | undefined;
+  /** newest first; ids below this one (keyset pagination) */
+  beforeId?: string | undefined;
+  limit: number;
+}
+
+export interface JobCount {
+  queue: string;
+  type: string;
+  status: JobStatus;
+  count: number;
+  /** for due statuses: how many have run_at <= now */
+  due: number;
+}
+
+export type EffectReservation =
+  /** never recorded (or left pending by a lease that no longer holds): run it now */
+  | { state: 'reserved' }
+  /** already done by some attempt: skip it, here is what it returned */
+  | { state: 'done'; result: unknown }
+  /** this attempt's lease no longer holds: do nothing */
+  | { state: 'lost' };
+
+export interface EffectParams {
+  key: string;
+  jobId: string;
+  leaseToken: string;
+}
+
+export interface EffectRow {
+  key: string;
+  jobId: string;
+  state: 'pending' | 'done';
+  result: unknown;
+  createdAt: Date;
+  doneAt: Date | null;
+}
+
+export interface WorkerInfo {
+  id: string;
+  host: string;
+  pid: number;
+  version: string;
+  queues: readonly string[] | null;
+  types: readonly string[];
+}
+
+export interface WorkerRow extends WorkerInfo {
+  startedAt: Date;
+  heartbeatAt: Date;
+}
+
+export interface MigrateResult {
+  from: number;
+  to: number;
+  applied: { version: number; name: string }[];
+}
+
+export interface PruneParams {
+  /** finished (succeeded / dead / cancelled) longer ago than this */
+  olderThanMs: number;
+  statuses: readonly JobStatus[];
+  limit: number;
+}
+
+export interface Storage {
+  /** for messages and logs only; code checks `capabilities`, never the dialect */
+  readonly dialect: string;
+  readonly capabilities: Capabilities;
+
+  /** Apply pending migrations; safe when several processes call it at once. */
+  migrate(): Promise<MigrateResult>;
+  /** Highest applied migration version (0: none). */
+  schemaVersion(): Promise<number>;
+  close(): Promise<void>;
+  /** The database's clock. */
+  now(): Promise<Date>;
+
+  // --- jobs -------------------------------------------------------------------------------
+  /** Insert in one transaction; a duplicate idempotency key returns the existing row. */
+  insertJobs(jobs: readonly NewJob[], opts?: { tx?: unknown }): Promise<InsertResult[]>;
+  /** Atomically lease up to `limit` due jobs and open an attempt row for each. */
+  claimJobs(params: ClaimParams): Promise<ClaimedJob[]>;
+  /** Extend leases still held; report the rest. */
+  heartbeat(params: HeartbeatParams): Promise<HeartbeatResult>;
+  /** Fenced finishes, one transaction per call; results in input order. */
+  finishJobs(params: readonly FinishParams[], opts?: { tx?: unknown }): Promise<FinishResult[]>;
+  /** Running jobs whose lease expired, oldest first. */
+  findExpiredLeases(params: { limit: number }): Promise<ExpiredLease[]>;
+  getJob(id: string): Promise<JobRow | null>;
+  listJobs(query: JobQuery): Promise<JobRow[]>;
+  countJobs(): Promise<JobCount[]>;
+  listAttempts(jobId: string): Promise<AttemptRow[]>;
+  /** Admin "retry now": queued/failed/dead/cancelled → queued, due now, attempts reset. */
+  retryJob(id: string): Promise<{ job: JobRow | null; applied: boolean }>;
+  /** Admin cancel: queued/failed/running → cancelled; a running job loses its lease. */
+  cancelJob(id: string): Promise<{ job: JobRow | null; applied: boolean }>;
+  /** Delete finished jobs (and their attempts) past retention; returns how many. */
+  pruneJobs(params: PruneParams): Promise<number>;
+
+  // --- effect ledger (ctx.once) -----------------------------------------------------------
+  reserveEffect(params: EffectParams): Promise<EffectReservation>;
+  /** Mark done with its result; false when the lease (or the reservation) is gone. */
+  completeEffect(params: EffectParams & { result: unknown }): Promise<boolean>;
+  listEffects(params: { jobId?: string; limit: number }): Promise<EffectRow[]>;
+  countEffects(): Promise<number>;
+
+  // --- workers ------------------------------------------------------------------------------
+  registerWorker(info: WorkerInfo): Promise<void>;
+  heartbeatWorker(id: string): Promise<void>;
+  removeWorker(id: string): Promise<void>;
+  listWorkers(): Promise<WorkerRow[]>;
+  /** Forget workers silent for longer than this; returns how many. */
+  pruneWorkers(params: { silentForMs: number }): Promise<number>;
+}
