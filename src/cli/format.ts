@@ -1,0 +1,36 @@
+/** Plain-text tables and job details for the terminal; `--json` bypasses all of this. */
+import type { AttemptRow, JobRow } from '../core/storage.js';
+
+export function table(headers: string[], rows: (string | number | null)[][]): string {
+  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? '-' : String(c))))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  return cells.map((r) => r.map((c, i) => (c ?? '').padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n');
+}
+
+export function iso(d: Date | null): string | null {
+  return d ? d.toISOString() : null;
+}
+
+export function jobsTable(jobs: JobRow[]): string {
+  return table(
+    ['ID', 'TYPE', 'QUEUE', 'STATUS', 'ATTEMPTS', 'RUN AT', 'LAST ERROR'],
+    jobs.map((j) => [j.id, j.type, j.queue, j.status, `${j.attempts}/${j.maxAttempts}`, iso(j.runAt), j.lastError ? j.lastError.slice(0, 60) : null]),
+  );
+}
+
+export function jobDetail(job: JobRow, attempts: AttemptRow[]): string {
+  const fields: [string, unknown][] = [
+    ['id', job.id], ['type', job.type], ['queue', job.queue], ['status', job.status], ['priority', job.priority],
+    ['attempts', `${job.attempts}/${job.maxAttempts}`], ['run at', iso(job.runAt)], ['idempotency key', job.idempotencyKey],
+    ['locked by', job.lockedBy], ['locked until', iso(job.lockedUntil)], ['started', iso(job.startedAt)], ['finished', iso(job.finishedAt)],
+    ['last error', job.lastErrorCode ? `${job.lastErrorCode}: ${job.lastError ?? ''}` : null], ['timeout', `${job.timeoutMs} ms`],
+    ['max runtime', `${job.maxRuntimeMs} ms`], ['created', iso(job.createdAt)], ['payload', JSON.stringify(job.payload)],
+  ];
+  const head = fields.map(([k, v]) => `${k.padEnd(16)} ${v === null || v === undefined ? '-' : String(v)}`).join('\n');
+  const hist = table(
+    ['#', 'WORKER', 'STARTED', 'DURATION', 'OUTCOME', 'ERROR', 'RETRY IN'],
+    attempts.map((a) => [a.attempt, a.workerId, iso(a.startedAt), a.durationMs === null ? null : `${a.durationMs} ms`, a.outcome,
+      a.errorCode ? `${a.errorCode}: ${(a.errorMessage ?? '').slice(0, 50)}` : null, a.retryDelayMs === null ? null : `${a.retryDelayMs} ms`]),
+  );
+  return `${head}\n\nattempts:\n${hist}`;
+}

@@ -1,0 +1,161 @@
+/**
+ * The `leasehold` command. Every subcommand opens the database from --db (or LEASEHOLD_DB,
+ * or sqlite:leasehold.db in the working directory), does one thing, and closes it.
+ * Exit codes: 0 done, 1 failure, 2 bad input (nothing was written).
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { isLeaseholdError, parsePayloadText, ValidationError } from '../core/index.js';
+import type { JobStatus } from '../core/status.js';
+import { JOB_STATUSES } from '../core/status.js';
+import type { Storage } from '../core/storage.js';
+import { createClient } from '../runtime/client.js';
+import { VERSION } from '../runtime/version.js';
+import { DEFAULT_DB_URL, openStorage } from '../storage/open.js';
+import { jobDetail, jobsTable, table, iso } from './format.js';
+import { parseDate, parseDuration, parseId, parseIntIn } from './parse.js';
+import { registerWorkerCommands } from './worker-commands.js';
+
+export interface GlobalOpts {
+  db: string;
+}
+
+/** Open the database named by --db, run `fn`, always close. */
+export async function withStorage<T>(cmd: Command, fn: (storage: Storage) => Promise<T>): Promise<T> {
+  const { db } = cmd.optsWithGlobals<GlobalOpts>();
+  const storage = await openStorage(db);
+  try {
+    return await fn(storage);
+  } finally {
+    await storage.close();
+  }
+}
+
+function print(json: boolean | undefined, value: unknown, text: () => string): void {
+  process.stdout.write(`${json ? JSON.stringify(value, null, 2) : text()}\n`);
+}
+
+export function buildProgram(): Command {
+  const program = new Command('leasehold')
+    .description('Background jobs and schedules kept in your database.')
+    .version(VERSION)
+    .addOption(new Option('--db <url>', 'database: sqlite:FILE, postgres://…, mysql://…').env('LEASEHOLD_DB').default(DEFAULT_DB_URL))
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+
+  program
+    .command('migrate')
+    .description('create or upgrade the tables (safe to run from several processes at once)')
+    .action(async (_o, cmd: Command) => {
+      await withStorage(cmd, async (s) => {
+        const r = await s.migrate();
+        process.stdout.write(r.applied.length ? `migrated ${s.dialect} from version ${r.from} to ${r.to}: ${r.applied.map((m) => m.name).join(', ')}\n` : `${s.dialect} schema is up to date (version ${r.to})\n`);
+      });
+    });
+
+  program
+    .command('enqueue <type> [payload]')
+    .description('add a job; payload is JSON (default {})')
+    .addOption(new Option('--run-at <iso>', 'run at this time').argParser(parseDate).conflicts('delay'))
+    .addOption(new Option('--delay <duration>', 'run after this long: 30s, 10m, 2h').argParser(parseDuration))
+    .option('--queue <name>', 'queue name')
+    .option('--priority <n>', 'lower runs first', parseIntIn(-32768, 32767))
+    .option('--max-attempts <n>', 'attempts before the job is dead', parseIntIn(1, 1_000_000))
+    .option('--key <key>', 'idempotency key: a second enqueue with it returns the first job')
+    .option('--timeout <duration>', 'inactivity timeout per attempt', parseDuration)
+    .option('--json', 'print the job as JSON')
+    .action(async (type: string, payloadText: string | undefined, o: Record<string, unknown>, cmd: Command) => {
+      const payload = parsePayloadText(payloadText ?? '{}');
+      await withStorage(cmd, async (storage) => {
+        const job = await createClient({ storage }).enqueue(type, payload, {
+          ...(o.runAt ? { runAt: o.runAt as Date } : {}),
+          ...(o.delay !== undefined ? { delayMs: o.delay as number } : {}),
+          ...(o.queue ? { queue: o.queue as string } : {}),
+          ...(o.priority !== undefined ? { priority: o.priority as number } : {}),
+          ...(o.maxAttempts !== undefined ? { maxAttempts: o.maxAttempts as number } : {}),
+          ...(o.key ? { idempotencyKey: o.key as string } : {}),
+          ...(o.timeout !== undefined ? { timeoutMs: o.timeout as number } : {}),
+        });
+        print(o.json as boolean, job, () => `${job.created ? 'enqueued' : 'already enqueued (same key)'} job ${job.id} (${job.type}, queue ${job.queue}, run at ${iso(job.runAt)})`);
+      });
+    });
+
+  const jobs = program.command('jobs').description('inspect jobs');
+  jobs
+    .command('list')
+    .description('newest jobs first, and due jobs that no live worker can handle')
+    .addOption(new Option('--status <status>', 'only this status').choices([...JOB_STATUSES]))
+    .option('--queue <name>', 'only this queue')
+    .option('--type <type>', 'only this type')
+    .option('--limit <n>', 'how many', parseIntIn(1, 1000), 50)
+    .option('--before <id>', 'older than this id (paging)', parseId)
+    .option('--json', 'print JSON')
+    .action(async (o: { status?: JobStatus; queue?: string; type?: string; limit: number; before?: string; json?: boolean }, cmd: Command) => {
+      await withStorage(cmd, async (storage) => {
+        const client = createClient({ storage });
+        const rows = await client.listJobs({ status: o.status, queue: o.queue, type: o.type, limit: o.limit, beforeId: o.before });
+        const unhandled = await client.unhandledJobs();
+        print(o.json, { jobs: rows, unhandled }, () => {
+          let out = rows.length ? jobsTable(rows) : '(no jobs)';
+          if (unhandled.length) {
+            out += `\n\nwaiting for a worker that handles their type:\n${table(['TYPE', 'QUEUE', 'DUE'], unhandled.map((u) => [u.type, u.queue, u.due]))}`;
+          }
+          return out;
+        });
+      });
+    });
+  jobs
+    .command('show <id>')
+    .description('one job and every attempt it made')
+    .option('--json', 'print JSON')
+    .action(async (id: string, o: { json?: boolean }, cmd: Command) => {
+      await withStorage(cmd, async (storage) => {
+        const client = createClient({ storage });
+        const job = await client.getJob(parseId(id));
+        const attempts = await client.listAttempts(job.id);
+        print(o.json, { job, attempts }, () => jobDetail(job, attempts));
+      });
+    });
+
+  program
+    .command('retry <id>')
+    .description('make a failed, dead or cancelled job due now')
+    .action(async (id: string, _o, cmd: Command) => {
+      await withStorage(cmd, async (storage) => {
+        const job = await createClient({ storage }).retryNow(parseId(id));
+        process.stdout.write(`job ${job.id} is due now\n`);
+      });
+    });
+
+  program
+    .command('cancel <id>')
+    .description('cancel a waiting or running job (a running handler is signalled)')
+    .action(async (id: string, _o, cmd: Command) => {
+      await withStorage(cmd, async (storage) => {
+        const job = await createClient({ storage }).cancel(parseId(id));
+        process.stdout.write(`job ${job.id} cancelled\n`);
+      });
+    });
+
+  registerWorkerCommands(program);
+  return program;
+}
+
+/** Run the CLI; resolves to the exit code. */
+export async function runCli(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // commander already printed its message (help and version exit 0)
+      return e.exitCode === 0 ? 0 : 2;
+    }
+    if (e instanceof ValidationError || (isLeaseholdError(e) && ['JOB_NOT_FOUND', 'INVALID_STATE', 'INVALID_URL'].includes(e.code))) {
+      process.stderr.write(`leasehold: ${e.message} [${e.code}]\n`);
+      return 2;
+    }
+    process.stderr.write(`leasehold: ${(e as Error).message}${isLeaseholdError(e) ? ` [${e.code}]` : ''}\n`);
+    return 1;
+  }
+}

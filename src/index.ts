@@ -1,0 +1,22 @@
+/**
+ * leasehold: background jobs and recurring schedules kept in the database you already run.
+ *
+ * ```ts
+ * const storage = await openStorage('sqlite:app.db');
+ * await storage.migrate();
+ * const client = createClient({ storage, jobs: [sendEmail] });
+ * await client.enqueue('send-email', { to: 'a@example.com' });
+ * await new Worker({ storage, jobs: [sendEmail] }).start();
+ * ```
+ */
+export * from './core/index.js';
+export { Client, createClient, findUnhandled } from './runtime/client.js';
+export type { ClientOptions, EnqueueItem, EnqueuedJob } from './runtime/client.js';
+export { defaultLogger, newWorkerId } from './runtime/env.js';
+export { JobRegistry, defineJob } from './runtime/job-definition.js';
+export type { AnyJobDefinition, JobContext, JobDefinition, JobHandler } from './runtime/job-definition.js';
+export type { RetentionOptions } from './runtime/sweeper.js';
+export { VERSION } from './runtime/version.js';
+export { Worker } from './runtime/worker.js';
+export type { DrainReport, StopReport, WorkerOptions } from './runtime/worker.js';
+export { DEFAULT_DB_URL, openStorage, parseDbUrl } from './storage/open.js';

@@ -1,0 +1,203 @@
+/**
+ * One attempt of one claimed job: builds the handler's context, enforces the inactivity
+ * timeout and the max runtime, turns whatever happened into a decision, and writes it as one
+ * fenced finish. Resolves when the worker slot may be reused.
+ */
+import type { AttemptResult, RetryPolicy } from '../core/index.js';
+import {
+  AbortReason,
+  DEFAULT_RETRY_POLICY,
+  LeaseLostError,
+  PermanentFailure,
+  decideFinish,
+  errorInfo,
+  isJobOutcome,
+} from '../core/index.js';
+import type { ClaimedJob, FinishResult, FinishParams, Storage } from '../core/storage.js';
+import type { Logger } from './env.js';
+import type { JobContext, JobDefinition } from './job-definition.js';
+import { validateWithSchema } from './job-definition.js';
+
+export interface AttemptDeps {
+  storage: Storage;
+  finish: (p: FinishParams) => Promise<FinishResult>;
+  /** renew this lease now; resolves false when it is lost (and the attempt was aborted) */
+  renew: (attempt: Attempt) => Promise<boolean>;
+  log: Logger;
+  random: () => number;
+  /** how long a handler gets to stop after its signal fires before its slot is taken back */
+  abortGraceMs: number;
+}
+
+type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+export class Attempt {
+  readonly controller = new AbortController();
+  readonly startedAt = Date.now();
+  /** local time by which the lease surely lapses unless renewed (kept by the heartbeater) */
+  expiresAt: number;
+  #timeout: NodeJS.Timeout | undefined;
+  #maxRuntime: NodeJS.Timeout | undefined;
+  #graceMs: number;
+
+  constructor(
+    readonly job: ClaimedJob,
+    private readonly def: JobDefinition<unknown>,
+    private readonly deps: AttemptDeps,
+  ) {
+    this.#graceMs = deps.abortGraceMs;
+    this.expiresAt = job.lockedUntil.getTime();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Past its max runtime the lease is no longer renewed, whatever the handler does. */
+  get pastMaxRuntime(): boolean {
+    return Date.now() - this.startedAt >= this.job.maxRuntimeMs;
+  }
+
+  abort(reason: AbortReason, graceMs?: number): void {
+    if (this.signal.aborted) return;
+    if (graceMs !== undefined) this.#graceMs = graceMs;
+    this.controller.abort(reason);
+  }
+
+  /** Runs the attempt; resolves to how it ended (a job status, or 'lost' when not ours to record). */
+  async run(): Promise<string> {
+    const log = this.deps.log.child({ jobId: this.job.id, type: this.job.type, attempt: this.job.attempts });
+    this.#armTimeout();
+    this.#maxRuntime = setTimeout(
+      () => this.abort(new AbortReason('MAX_RUNTIME', `max runtime of ${this.job.maxRuntimeMs} ms reached`)),
+      this.job.maxRuntimeMs,
+    );
+    const settled = this.#invoke(log);
+    const aborted = new Promise<'aborted'>((resolve) => {
+      if (this.signal.aborted) resolve('aborted');
+      else this.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+    });
+    const first = await Promise.race([settled, aborted]);
+    clearTimeout(this.#timeout);
+    clearTimeout(this.#maxRuntime);
+    if (first !== 'aborted') return this.#record(log, classify(first));
+    const reason = this.signal.reason as AbortReason;
+    let outcome = 'lost';
+    if (reason.code === 'TIMEOUT') outcome = await this.#record(log, { kind: 'timeout', timeoutMs: this.job.timeoutMs });
+    else if (reason.code === 'MAX_RUNTIME') outcome = await this.#record(log, { kind: 'max_runtime', maxRuntimeMs: this.job.maxRuntimeMs });
+    else if (reason.code === 'SHUTDOWN') outcome = await this.#record(log, { kind: 'shutdown' });
+    else log.warn({ event: reason.code === 'CANCELLED' ? 'job.cancelled' : 'job.lease_lost' }, reason.message);
+    // The outcome is written (or not ours to write). Give the handler a grace period to
+    // notice its signal; past it the slot is taken back and whatever it does later is void.
+    const late = await Promise.race([settled.then(() => 'stopped' as const), delay(this.#graceMs).then(() => 'ignored' as const)]);
+    if (late === 'ignored') {
+      log.warn({ event: 'job.abandoned', graceMs: this.#graceMs }, 'handler ignored its abort signal; slot freed, its late result will be discarded');
+    }
+    return outcome;
+  }
+
+  #armTimeout(): void {
+    clearTimeout(this.#timeout);
+    this.#timeout = setTimeout(
+      () => this.abort(new AbortReason('TIMEOUT', `no progress for ${this.job.timeoutMs} ms`)),
+      this.job.timeoutMs,
+    );
+  }
+
+  async #invoke(log: Logger): Promise<Settled> {
+    try {
+      let payload = this.job.payload;
+      if (this.def.schema) payload = await validateWithSchema(this.job.type, this.def.schema, payload).catch((e: unknown) => {
+        throw new PermanentFailure((e as Error).message, { cause: e });
+      });
+      return { ok: true, value: await this.def.handler(payload, this.#context(log)) };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  }
+
+  #context(log: Logger): JobContext {
+    const lease = { id: this.job.id, leaseToken: this.job.leaseToken };
+    return {
+      job: this.job,
+      attempt: this.job.attempts,
+      signal: this.signal,
+      log,
+      heartbeat: async () => {
+        if (this.signal.aborted) throw this.signal.reason;
+        this.#armTimeout();
+        if (!(await this.deps.renew(this))) throw new LeaseLostError(this.job.id, 'heartbeat');
+      },
+      once: async <T>(key: string, fn: () => T | Promise<T>): Promise<T> => {
+        const params = { key, jobId: lease.id, leaseToken: lease.leaseToken };
+        const r = await this.deps.storage.reserveEffect(params);
+        if (r.state === 'lost') throw new LeaseLostError(this.job.id, `effect ${key}`);
+        if (r.state === 'done') {
+          log.info({ event: 'effect.skipped', key }, 'effect already recorded; skipped');
+          return r.result as T;
+        }
+        const result = await fn();
+        if (!(await this.deps.storage.completeEffect({ ...params, result: result === undefined ? null : result }))) {
+          log.error({ event: 'effect.unrecorded', key }, 'effect ran but the lease was lost before it was recorded');
+          throw new LeaseLostError(this.job.id, `record of effect ${key}`);
+        }
+        return result;
+      },
+    };
+  }
+
+  async #record(log: Logger, result: AttemptResult): Promise<string> {
+    const policy: RetryPolicy = this.def.retry ?? DEFAULT_RETRY_POLICY;
+    const decision = decideFinish(this.job, result, policy, this.deps.random);
+    let res: FinishResult;
+    try {
+      res = await this.deps.finish({ id: this.job.id, leaseToken: this.job.leaseToken, ...decision });
+    } catch (e) {
+      log.error({ event: 'job.finish_failed', err: (e as Error).message }, 'could not record the outcome; the lease will lapse and the sweeper will retry the job');
+      return 'lost';
+    }
+    const durationMs = Date.now() - this.startedAt;
+    if (!res.applied) {
+      log.warn({ event: 'job.lease_lost', outcome: decision.attempt.outcome, durationMs }, 'lease lost before the outcome was recorded; result discarded');
+      return 'lost';
+    }
+    const fields = { outcome: decision.attempt.outcome, durationMs, maxAttempts: this.job.maxAttempts };
+    switch (decision.status) {
+      case 'succeeded':
+        log.info({ event: 'job.succeeded', ...fields }, 'job succeeded');
+        break;
+      case 'failed':
+        log.warn({ event: 'job.failed', ...fields, nextDelayMs: decision.runAfterMs, error: decision.error?.message }, 'job failed; will retry');
+        break;
+      case 'dead':
+        log.error({ event: 'job.dead', ...fields, error: decision.error?.message }, 'job is dead');
+        break;
+      case 'cancelled':
+        log.info({ event: 'job.cancelled', ...fields }, 'job cancelled by its handler');
+        break;
+      case 'queued':
+        if (result.kind === 'shutdown') log.warn({ event: 'job.handed_back', ...fields }, 'shutdown deadline: lease handed back, job due now');
+        else log.info({ event: 'job.snoozed', ...fields, delayMs: decision.runAfterMs }, 'job snoozed');
+        break;
+    }
+    return result.kind === 'shutdown' ? 'handed_back' : result.kind === 'snooze' ? 'snoozed' : decision.status;
+  }
+}
+
+function classify(s: Settled): AttemptResult {
+  if (s.ok) {
+    const v = s.value;
+    if (isJobOutcome(v)) {
+      if (v.kind === 'snooze') return { kind: 'snooze', delayMs: v.delayMs };
+      if (v.kind === 'cancel') return { kind: 'cancel', reason: v.reason };
+      return { kind: 'permanent', error: { code: 'PERMANENT_FAILURE', message: v.reason } };
+    }
+    return { kind: 'success' };
+  }
+  if (s.error instanceof PermanentFailure) return { kind: 'permanent', error: errorInfo(s.error) };
+  return { kind: 'error', error: s.error };
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms).unref());
+}

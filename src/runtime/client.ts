@@ -1,0 +1,173 @@
+/**
+ * The client: enqueue jobs, read them back, and the operator's admin operations.
+ * Everything is validated before storage is touched, so bad input writes nothing.
+ */
+import type { EnqueueOptions, JobDefaults } from '../core/index.js';
+import {
+  DEFAULT_JOB_DEFAULTS,
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  InvalidStateError,
+  JobNotFoundError,
+  UnknownJobTypeError,
+  ValidationError,
+  buildNewJob,
+} from '../core/index.js';
+import type { AttemptRow, EffectRow, JobCount, JobQuery, JobRow, NewJob, Storage, WorkerRow } from '../core/storage.js';
+import { LocalBus } from './env.js';
+import type { AnyJobDefinition, JobDefinition } from './job-definition.js';
+import { JobRegistry, validateWithSchema } from './job-definition.js';
+
+export interface ClientOptions {
+  storage: Storage;
+  /**
+   * The job types this client may enqueue. When given, an unknown type is refused and payloads
+   * are checked against each type's schema. When omitted, any well-formed type is accepted
+   * (e.g. a CLI enqueuing for workers elsewhere).
+   */
+  jobs?: readonly AnyJobDefinition[] | JobRegistry;
+  defaults?: Partial<JobDefaults>;
+  maxPayloadBytes?: number;
+}
+
+export type EnqueuedJob = JobRow & {
+  /** false when the idempotency key matched an existing job, which is returned instead */
+  created: boolean;
+};
+
+export interface EnqueueItem {
+  type: string;
+  payload: unknown;
+  options?: EnqueueOptions & { tx?: unknown };
+}
+
+export class Client {
+  readonly storage: Storage;
+  readonly registry: JobRegistry | null;
+  readonly #defaults: JobDefaults;
+  readonly #maxPayloadBytes: number;
+  readonly #bus: LocalBus;
+
+  constructor(opts: ClientOptions) {
+    this.storage = opts.storage;
+    this.registry = opts.jobs === undefined ? null : opts.jobs instanceof JobRegistry ? opts.jobs : new JobRegistry(opts.jobs);
+    this.#defaults = { ...DEFAULT_JOB_DEFAULTS, ...opts.defaults };
+    this.#maxPayloadBytes = opts.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
+    this.#bus = LocalBus.for(opts.storage);
+  }
+
+  /** Enqueue one job. Pass `tx` to insert inside your own transaction (where the storage supports it). */
+  async enqueue(type: string, payload: unknown, options: EnqueueOptions & { tx?: unknown } = {}): Promise<EnqueuedJob> {
+    const [job] = await this.enqueueMany([{ type, payload, options }]);
+    return job as EnqueuedJob;
+  }
+
+  /** Enqueue many jobs in one transaction: all are written, or (on bad input) none. */
+  async enqueueMany(items: readonly EnqueueItem[]): Promise<EnqueuedJob[]> {
+    if (items.length === 0) return [];
+    const txs = new Set(items.map((i) => i.options?.tx));
+    if (txs.size > 1) throw new ValidationError('INVALID_OPTION', 'enqueueMany: every item must use the same tx');
+    const tx = items[0]?.options?.tx;
+    if (tx !== undefined && !this.storage.capabilities.transactionalEnqueue) {
+      throw new ValidationError('INVALID_OPTION', `the ${this.storage.dialect} storage cannot enqueue inside your transaction`);
+    }
+    const rows: NewJob[] = [];
+    for (const item of items) rows.push(await this.#prepare(item));
+    const results = await this.storage.insertJobs(rows, tx === undefined ? undefined : { tx });
+    // Inside a caller's transaction the job is not visible until they commit; waking local
+    // workers early only costs them one empty claim.
+    if (results.some((r) => r.created)) this.#bus.jobsEnqueued();
+    return results.map((r) => ({ ...r.job, created: r.created }));
+  }
+
+  async #prepare(item: EnqueueItem): Promise<NewJob> {
+    const { tx: _tx, ...options } = item.options ?? {};
+    let payload = item.payload;
+    let def: JobDefinition<unknown> | undefined;
+    if (this.registry) {
+      def = this.registry.get(item.type);
+      if (!def) throw new UnknownJobTypeError(item.type, this.registry.types);
+      if (def.schema) payload = await validateWithSchema(item.type, def.schema, payload);
+    }
+    const defaults: JobDefaults = {
+      queue: def?.queue ?? this.#defaults.queue,
+      priority: def?.priority ?? this.#defaults.priority,
+      maxAttempts: def?.maxAttempts ?? this.#defaults.maxAttempts,
+      timeoutMs: def?.timeoutMs ?? this.#defaults.timeoutMs,
+      maxRuntimeMs: def?.maxRuntimeMs ?? this.#defaults.maxRuntimeMs,
+    };
+    return buildNewJob(item.type, payload, options, defaults, this.#maxPayloadBytes);
+  }
+
+  async getJob(id: string): Promise<JobRow> {
+    const job = await this.storage.getJob(checkId(id));
+    if (!job) throw new JobNotFoundError(id);
+    return job;
+  }
+
+  listJobs(query: Partial<JobQuery> = {}): Promise<JobRow[]> {
+    const limit = query.limit ?? 50;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('INVALID_OPTION', 'limit must be 1-1000');
+    return this.storage.listJobs({ ...query, beforeId: query.beforeId === undefined ? undefined : checkId(query.beforeId), limit });
+  }
+
+  listAttempts(jobId: string): Promise<AttemptRow[]> {
+    return this.storage.listAttempts(checkId(jobId));
+  }
+
+  countJobs(): Promise<JobCount[]> {
+    return this.storage.countJobs();
+  }
+
+  listWorkers(): Promise<WorkerRow[]> {
+    return this.storage.listWorkers();
+  }
+
+  listEffects(params: { jobId?: string; limit?: number } = {}): Promise<EffectRow[]> {
+    return this.storage.listEffects({ ...params, limit: params.limit ?? 100 });
+  }
+
+  /** Make a failed, dead, cancelled or waiting job due now, with its attempt budget reset. */
+  async retryNow(id: string): Promise<JobRow> {
+    const { job, applied } = await this.storage.retryJob(checkId(id));
+    if (!job) throw new JobNotFoundError(id);
+    if (!applied) throw new InvalidStateError(id, job.status, 'retry');
+    this.#bus.jobsEnqueued();
+    return job;
+  }
+
+  /** Cancel a waiting or running job for good; a running handler's signal fires. */
+  async cancel(id: string): Promise<JobRow> {
+    const { job, applied } = await this.storage.cancelJob(checkId(id));
+    if (!job) throw new JobNotFoundError(id);
+    if (!applied) throw new InvalidStateError(id, job.status, 'cancel');
+    this.#bus.jobCancelled(job.id);
+    return job;
+  }
+
+  /**
+   * Due jobs whose type no live worker has a handler for: they wait, they are never failed
+   * for it. `aliveWithinMs` decides which workers count as live.
+   */
+  async unhandledJobs(aliveWithinMs = 60_000): Promise<{ type: string; queue: string; due: number }[]> {
+    const [counts, workers, now] = await Promise.all([this.storage.countJobs(), this.storage.listWorkers(), this.storage.now()]);
+    return findUnhandled(counts, workers, now, aliveWithinMs);
+  }
+}
+
+/** Pure: which due (queue, type) pairs no live worker serves. */
+export function findUnhandled(counts: readonly JobCount[], workers: readonly WorkerRow[], now: Date, aliveWithinMs: number) {
+  const live = workers.filter((w) => now.getTime() - w.heartbeatAt.getTime() <= aliveWithinMs);
+  const served = (type: string, queue: string) => live.some((w) => w.types.includes(type) && (w.queues === null || w.queues.includes(queue)));
+  return counts
+    .filter((c) => c.due > 0 && (c.status === 'queued' || c.status === 'failed') && !served(c.type, c.queue))
+    .map((c) => ({ type: c.type, queue: c.queue, due: c.due }));
+}
+
+function checkId(id: string): string {
+  if (typeof id !== 'string' || !/^[1-9][0-9]{0,18}$/.test(id)) throw new ValidationError('INVALID_OPTION', `not a job id: ${JSON.stringify(id)}`);
+  return id;
+}
+
+export function createClient(opts: ClientOptions): Client {
+  return new Client(opts);
+}

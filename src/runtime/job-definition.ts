@@ -1,0 +1,92 @@
+/**
+ * Job types: the handler, its payload schema and its policies, registered by name.
+ */
+import type { StandardSchemaV1 } from '@standard-schema/spec';
+import type { Logger } from 'pino';
+import type { JobOutcome, LeaseExpiredPolicy, RetryPolicy } from '../core/index.js';
+import { ValidationError, validateName, validateRetryPolicy } from '../core/index.js';
+import type { JobRow } from '../core/storage.js';
+
+export interface JobContext {
+  /** the job as claimed (attempts already counts this attempt) */
+  readonly job: Readonly<JobRow>;
+  /** 1-based number of this attempt */
+  readonly attempt: number;
+  /** fires on timeout, max runtime, lost lease, cancel and shutdown; `signal.reason` says which */
+  readonly signal: AbortSignal;
+  /** Report progress: resets the inactivity timeout and renews the lease now. Throws if the lease is lost. */
+  heartbeat(): Promise<void>;
+  /**
+   * Run `fn` only if no attempt of any job recorded `key` before; a later re-run returns the
+   * recorded result instead. The record is fenced by this attempt's lease.
+   */
+  once<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
+  readonly log: Logger;
+}
+
+export type JobHandler<P> = (payload: P, ctx: JobContext) => unknown;
+
+export interface JobDefinition<P = unknown> {
+  type: string;
+  handler: JobHandler<P>;
+  /** validated at enqueue (when the client knows the type) and again before the handler runs */
+  schema?: StandardSchemaV1<unknown, P>;
+  retry?: RetryPolicy;
+  maxAttempts?: number;
+  timeoutMs?: number;
+  maxRuntimeMs?: number;
+  queue?: string;
+  priority?: number;
+  /** 'retry' (default) puts a job whose worker vanished back to due; 'fail' makes it dead, for non-idempotent work */
+  onLeaseExpired?: LeaseExpiredPolicy;
+}
+
+export function defineJob<P>(def: JobDefinition<P>): JobDefinition<P> {
+  validateName('job type', def.type);
+  if (typeof def.handler !== 'function') throw new ValidationError('INVALID_OPTION', `job ${def.type}: handler must be a function`);
+  if (def.retry) validateRetryPolicy(def.retry);
+  if (def.onLeaseExpired && !['retry', 'fail'].includes(def.onLeaseExpired)) {
+    throw new ValidationError('INVALID_OPTION', `job ${def.type}: onLeaseExpired must be 'retry' or 'fail'`);
+  }
+  return def;
+}
+
+export type AnyJobDefinition = JobDefinition<never> | JobDefinition<unknown>;
+
+/** Job definitions by type; built once from a list, then read-only. */
+export class JobRegistry {
+  readonly #byType = new Map<string, JobDefinition<unknown>>();
+
+  constructor(defs: readonly AnyJobDefinition[] = []) {
+    for (const d of defs) {
+      const def = defineJob(d as JobDefinition<unknown>);
+      if (this.#byType.has(def.type)) throw new ValidationError('INVALID_OPTION', `job type ${def.type} defined twice`);
+      this.#byType.set(def.type, def);
+    }
+  }
+
+  get(type: string): JobDefinition<unknown> | undefined {
+    return this.#byType.get(type);
+  }
+
+  get types(): string[] {
+    return [...this.#byType.keys()];
+  }
+
+  get size(): number {
+    return this.#byType.size;
+  }
+}
+
+/** Validate `payload` against a Standard Schema; returns the (possibly transformed) value. */
+export async function validateWithSchema(type: string, schema: StandardSchemaV1, payload: unknown): Promise<unknown> {
+  const result = await schema['~standard'].validate(payload);
+  if (result.issues) {
+    const detail = result.issues
+      .slice(0, 5)
+      .map((i) => `${(i.path ?? []).map((p) => (typeof p === 'object' ? String(p.key) : String(p))).join('.') || '(root)'}: ${i.message}`)
+      .join('; ');
+    throw new ValidationError('PAYLOAD_SCHEMA', `payload for ${type} does not match its schema: ${detail}`);
+  }
+  return result.value;
+}

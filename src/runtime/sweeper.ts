@@ -1,0 +1,117 @@
+/**
+ * The sweeper: brings back jobs whose lease expired (a worker crashed, hung or was paused),
+ * in small batches, each rescue a guarded write that lands only if the lease is still
+ * expired, so two sweepers never rescue one job twice and a worker that finishes at the last
+ * moment wins cleanly. It also prunes finished jobs past retention and forgets silent workers.
+ */
+import { DEFAULT_RETRY_POLICY, SWEEP_BATCH, decideRescue } from '../core/index.js';
+import type { Storage } from '../core/storage.js';
+import { findUnhandled } from './client.js';
+import type { Logger } from './env.js';
+import type { JobRegistry } from './job-definition.js';
+
+export interface RetentionOptions {
+  /** keep succeeded jobs this long (default 7 days) */
+  succeededMs?: number;
+  /** keep dead and cancelled jobs this long (default 30 days) */
+  deadMs?: number;
+}
+
+export interface SweeperOptions {
+  intervalMs: number;
+  retention: RetentionOptions | false;
+  /** workers silent this long are forgotten and their due jobs reported unhandled */
+  workerSilenceMs: number;
+  /** how often retention and the unhandled-jobs report run (default 60 s) */
+  maintenanceEveryMs?: number;
+}
+
+const DAY = 86_400_000;
+
+export class Sweeper {
+  #timer: NodeJS.Timeout | undefined;
+  #lastMaintenance = 0;
+  #failing = false;
+  #reportedUnhandled = '';
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly registry: JobRegistry,
+    private readonly log: Logger,
+    private readonly random: () => number,
+    private readonly opts: SweeperOptions,
+  ) {}
+
+  start(): void {
+    const loop = async () => {
+      await this.tick();
+      // ±20 % jitter so sweepers on many hosts drift apart instead of firing together.
+      this.#timer = setTimeout(loop, this.opts.intervalMs * (0.8 + 0.4 * this.random()));
+    };
+    this.#timer = setTimeout(loop, this.opts.intervalMs * this.random());
+  }
+
+  stop(): void {
+    clearTimeout(this.#timer);
+  }
+
+  async tick(): Promise<void> {
+    try {
+      await this.sweep();
+      if (Date.now() - this.#lastMaintenance >= (this.opts.maintenanceEveryMs ?? 60_000)) {
+        this.#lastMaintenance = Date.now();
+        await this.maintain();
+      }
+      if (this.#failing) this.log.info({ event: 'sweep.recovered' }, 'sweeper reaches the database again');
+      this.#failing = false;
+    } catch (e) {
+      if (!this.#failing) this.log.error({ event: 'sweep.failed', err: (e as Error).message, retryInMs: this.opts.intervalMs }, 'sweep failed; will retry');
+      this.#failing = true;
+    }
+  }
+
+  /** Rescue expired leases, a batch at a time; returns how many were rescued. */
+  async sweep(maxBatches = 10): Promise<number> {
+    let rescued = 0;
+    for (let i = 0; i < maxBatches; i++) {
+      const expired = await this.storage.findExpiredLeases({ limit: SWEEP_BATCH });
+      if (expired.length === 0) break;
+      const params = expired.map((lease) => {
+        const def = this.registry.get(lease.type);
+        return { id: lease.id, leaseToken: lease.leaseToken, ...decideRescue(lease, def?.onLeaseExpired ?? 'retry', def?.retry ?? DEFAULT_RETRY_POLICY, this.random) };
+      });
+      const results = await this.storage.finishJobs(params);
+      results.forEach((r, j) => {
+        const p = params[j];
+        const lease = expired[j];
+        if (!r.applied || !p || !lease) return;
+        rescued++;
+        this.log.warn(
+          { event: 'job.rescued', jobId: r.id, type: lease.type, attempt: lease.attempts, lockedBy: lease.lockedBy, status: p.status, nextDelayMs: p.runAfterMs ?? null },
+          p.status === 'dead' ? 'expired lease: job is dead' : 'expired lease: job rescued for retry',
+        );
+      });
+      if (expired.length < SWEEP_BATCH) break;
+    }
+    return rescued;
+  }
+
+  async maintain(): Promise<void> {
+    const r = this.opts.retention;
+    if (r !== false) {
+      const pruned =
+        (await this.storage.pruneJobs({ statuses: ['succeeded'], olderThanMs: r.succeededMs ?? 7 * DAY, limit: 1000 })) +
+        (await this.storage.pruneJobs({ statuses: ['dead', 'cancelled'], olderThanMs: r.deadMs ?? 30 * DAY, limit: 1000 }));
+      if (pruned > 0) this.log.info({ event: 'jobs.pruned', count: pruned }, 'pruned finished jobs past retention');
+    }
+    await this.storage.pruneWorkers({ silentForMs: this.opts.workerSilenceMs * 10 });
+    const [counts, workers, now] = await Promise.all([this.storage.countJobs(), this.storage.listWorkers(), this.storage.now()]);
+    const unhandled = findUnhandled(counts, workers, now, this.opts.workerSilenceMs);
+    const key = JSON.stringify(unhandled);
+    // Report when the picture changes, not every minute.
+    if (unhandled.length > 0 && key !== this.#reportedUnhandled) {
+      this.log.warn({ event: 'jobs.unhandled', unhandled }, 'due jobs wait for a worker with a handler for their type');
+    }
+    this.#reportedUnhandled = key;
+  }
+}

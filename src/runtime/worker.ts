@@ -1,0 +1,309 @@
+/**
+ * The worker pool: claims due jobs in batches into a small local buffer, runs up to
+ * `concurrency` of them at once, keeps their leases alive, and shuts down against a deadline.
+ * It composes the heartbeater, the completer and the sweeper; each does one thing.
+ */
+import type { AbortReason } from '../core/index.js';
+import { DEFAULT_LEASE_MS, ValidationError, decideFinish, DEFAULT_RETRY_POLICY, sweepInterval } from '../core/index.js';
+import { AbortReason as Reason } from '../core/index.js';
+import type { ClaimedJob, Storage } from '../core/storage.js';
+import { Attempt } from './attempt.js';
+import { Completer } from './completer.js';
+import type { Logger } from './env.js';
+import { LocalBus, defaultLogger, newWorkerId } from './env.js';
+import type { HeldLease } from './heartbeater.js';
+import { Heartbeater } from './heartbeater.js';
+import type { AnyJobDefinition } from './job-definition.js';
+import { JobRegistry } from './job-definition.js';
+import type { RetentionOptions } from './sweeper.js';
+import { Sweeper } from './sweeper.js';
+import { Wakeup } from './wakeup.js';
+import { VERSION } from './version.js';
+
+export interface WorkerOptions {
+  storage: Storage;
+  jobs: readonly AnyJobDefinition[] | JobRegistry;
+  /** jobs run at once (default 10) */
+  concurrency?: number;
+  /** claimed-but-not-started jobs kept locally (default = concurrency) */
+  bufferSize?: number;
+  /** only these queues (default: all) */
+  queues?: readonly string[] | null;
+  /** lease length; renewed every third of it (default 30 s) */
+  leaseMs?: number;
+  /** how often an idle worker looks for due jobs (default 1 s); enqueues in this process wake it at once */
+  pollIntervalMs?: number;
+  /** after a handler's signal fires, how long before its slot is taken back (default 5 s) */
+  abortGraceMs?: number;
+  /** default deadline for stop() (default 25 s) */
+  shutdownDeadlineMs?: number;
+  /** run the sweeper in this worker (default true) */
+  sweeper?: boolean;
+  sweepIntervalMs?: number;
+  /** retention of finished jobs, applied by the sweeper; false keeps everything */
+  retention?: RetentionOptions | false;
+  logger?: Logger;
+  random?: () => number;
+  workerId?: string;
+}
+
+export interface StopReport {
+  /** jobs still running at the deadline: aborted and handed back due */
+  handedBack: string[];
+  /** buffered jobs that never started, handed back */
+  unstarted: string[];
+}
+
+export interface DrainReport {
+  processed: number;
+  outcomes: Record<string, number>;
+  timedOut: boolean;
+}
+
+type Buffered = HeldLease & { lost: boolean };
+
+export class Worker {
+  readonly id: string;
+  readonly registry: JobRegistry;
+  readonly log: Logger;
+  readonly #storage: Storage;
+  readonly #concurrency: number;
+  readonly #bufferSize: number;
+  readonly #queues: readonly string[] | null;
+  readonly #leaseMs: number;
+  readonly #pollMs: number;
+  readonly #opts: WorkerOptions;
+  readonly #random: () => number;
+  readonly #completer: Completer;
+  readonly #heartbeater: Heartbeater;
+  readonly #sweeper: Sweeper | null;
+  readonly #wake = new Wakeup();
+  readonly #buffer: Buffered[] = [];
+  readonly #running = new Map<string, Attempt>();
+  #state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  #loop: Promise<void> | null = null;
+  #exitWhenIdle = false;
+  #outcomes: Record<string, number> = {};
+  readonly #onEnqueued = () => this.#wake.wake();
+  readonly #onCancelled = (e: Event) => this.#running.get((e as CustomEvent<string>).detail)?.abort(new Reason('CANCELLED', 'job was cancelled by an operator'));
+
+  constructor(opts: WorkerOptions) {
+    this.#opts = opts;
+    this.#storage = opts.storage;
+    this.registry = opts.jobs instanceof JobRegistry ? opts.jobs : new JobRegistry(opts.jobs);
+    if (this.registry.size === 0) throw new ValidationError('INVALID_OPTION', 'a worker needs at least one job definition');
+    this.#concurrency = positiveInt('concurrency', opts.concurrency ?? 10);
+    this.#bufferSize = positiveInt('bufferSize', opts.bufferSize ?? this.#concurrency, 0);
+    this.#queues = opts.queues ?? null;
+    this.#leaseMs = positiveInt('leaseMs', opts.leaseMs ?? DEFAULT_LEASE_MS, 20);
+    this.#pollMs = positiveInt('pollIntervalMs', opts.pollIntervalMs ?? 1_000, 1);
+    this.#random = opts.random ?? Math.random;
+    this.id = opts.workerId ?? newWorkerId();
+    this.log = (opts.logger ?? defaultLogger()).child({ workerId: this.id });
+    this.#completer = new Completer(this.#storage, this.log);
+    this.#heartbeater = new Heartbeater(this.#storage, this.#leaseMs, () => this.#held(), this.log, () => this.#storage.heartbeatWorker(this.id));
+    this.#sweeper =
+      opts.sweeper === false
+        ? null
+        : new Sweeper(this.#storage, this.registry, this.log, this.#random, {
+            intervalMs: opts.sweepIntervalMs ?? sweepInterval(this.#leaseMs),
+            retention: opts.retention ?? {},
+            workerSilenceMs: Math.max(60_000, this.#leaseMs * 3),
+          });
+  }
+
+  get state(): string {
+    return this.#state;
+  }
+
+  /** Jobs held by this worker right now (running + buffered). */
+  get inFlight(): number {
+    return this.#running.size + this.#buffer.length;
+  }
+
+  async start(): Promise<void> {
+    if (this.#state !== 'new') throw new Error(`worker ${this.id} was already started`);
+    this.#state = 'running';
+    const os = await import('node:os');
+    await this.#storage.registerWorker({ id: this.id, host: os.hostname(), pid: process.pid, version: VERSION, queues: this.#queues, types: this.registry.types });
+    const bus = LocalBus.for(this.#storage);
+    bus.addEventListener('enqueued', this.#onEnqueued);
+    bus.addEventListener('cancelled', this.#onCancelled);
+    this.#heartbeater.start();
+    this.#sweeper?.start();
+    this.log.info({ event: 'worker.started', concurrency: this.#concurrency, queues: this.#queues, types: this.registry.types, leaseMs: this.#leaseMs }, 'worker started');
+    this.#loop = this.#claimLoop();
+  }
+
+  /**
+   * Cron mode: rescue expired leases, then run due jobs until none are left or `maxMs`
+   * passes, then stop (with whatever time is left as the shutdown deadline).
+   */
+  async drain(opts: { maxMs: number }): Promise<DrainReport> {
+    const until = Date.now() + opts.maxMs;
+    this.#exitWhenIdle = true;
+    await this.#sweeper?.sweep();
+    await this.start();
+    const timer = setTimeout(() => this.#wake.wake(), opts.maxMs);
+    const deadline = new Promise<'deadline'>((r) => setTimeout(() => r('deadline'), opts.maxMs).unref());
+    const which = await Promise.race([this.#loop?.then(() => 'idle' as const), deadline]);
+    clearTimeout(timer);
+    await this.stop({ deadlineMs: Math.max(0, until - Date.now()) });
+    const processed = Object.values(this.#outcomes).reduce((a, b) => a + b, 0);
+    return { processed, outcomes: { ...this.#outcomes }, timedOut: which === 'deadline' };
+  }
+
+  /**
+   * Stop claiming, let running jobs finish until the deadline, then abort the rest and hand
+   * their leases back (due now, the attempt not counted). Safe to call more than once.
+   */
+  async stop(opts: { deadlineMs?: number } = {}): Promise<StopReport> {
+    if (this.#state === 'stopped' || this.#state === 'new') return { handedBack: [], unstarted: [] };
+    if (this.#state === 'stopping') {
+      await this.#stopped;
+      return this.#stopReport;
+    }
+    this.#state = 'stopping';
+    const deadlineMs = opts.deadlineMs ?? this.#opts.shutdownDeadlineMs ?? 25_000;
+    this.#stopped = this.#shutdown(deadlineMs);
+    await this.#stopped;
+    return this.#stopReport;
+  }
+
+  #stopped: Promise<void> = Promise.resolve();
+  #stopReport: StopReport = { handedBack: [], unstarted: [] };
+
+  async #shutdown(deadlineMs: number): Promise<void> {
+    const until = Date.now() + deadlineMs;
+    const bus = LocalBus.for(this.#storage);
+    bus.removeEventListener('enqueued', this.#onEnqueued);
+    this.#wake.wake();
+    await this.#loop;
+    const unstarted = this.#buffer.splice(0).map((b) => b.job);
+    await Promise.all(unstarted.map((job) => this.#handBack(job)));
+    if (this.#running.size > 0) {
+      this.log.info({ event: 'worker.draining', running: [...this.#running.keys()], deadlineMs }, 'stopping: waiting for running jobs');
+    }
+    const handedBack: string[] = [];
+    while (this.#running.size > 0 && Date.now() < until) await this.#wake.wait(until - Date.now());
+    if (this.#running.size > 0) {
+      const still = [...this.#running.values()];
+      this.log.warn(
+        { event: 'worker.deadline', stillRunning: still.map((a) => ({ jobId: a.job.id, type: a.job.type, runningMs: Date.now() - a.startedAt })) },
+        'shutdown deadline reached: aborting running jobs and handing them back',
+      );
+      const grace = Math.min(this.#opts.abortGraceMs ?? 5_000, 1_000);
+      for (const a of still) {
+        handedBack.push(a.job.id);
+        a.abort(new Reason('SHUTDOWN', 'worker shutting down'), grace);
+      }
+      while (this.#running.size > 0) await this.#wake.wait(grace + 5_000);
+    }
+    bus.removeEventListener('cancelled', this.#onCancelled);
+    this.#heartbeater.stop();
+    this.#sweeper?.stop();
+    await this.#completer.idle();
+    await this.#storage.removeWorker(this.id).catch(() => {});
+    this.#state = 'stopped';
+    this.#stopReport = { handedBack, unstarted: unstarted.map((j) => j.id) };
+    this.log.info({ event: 'worker.stopped', handedBack, unstarted: this.#stopReport.unstarted }, 'worker stopped');
+  }
+
+  async #handBack(job: ClaimedJob): Promise<void> {
+    const d = decideFinish(job, { kind: 'shutdown' }, DEFAULT_RETRY_POLICY, this.#random);
+    await this.#completer.finish({ id: job.id, leaseToken: job.leaseToken, ...d }).catch(() => {});
+  }
+
+  *#held(): Iterable<HeldLease> {
+    yield* this.#buffer;
+    yield* this.#running.values();
+  }
+
+  async #claimLoop(): Promise<void> {
+    let backoffMs = 0;
+    let failing = false;
+    while (this.#state === 'running') {
+      const room = this.#concurrency + this.#bufferSize - this.inFlight;
+      let full = false;
+      if (room > 0) {
+        const limit = Math.min(room, Math.max(this.#concurrency, 1));
+        const sentAt = Date.now();
+        try {
+          const jobs = await this.#storage.claimJobs({ workerId: this.id, types: this.registry.types, queues: this.#queues, limit, leaseMs: this.#leaseMs });
+          if (failing) this.log.info({ event: 'claim.recovered' }, 'claims work again');
+          failing = false;
+          backoffMs = 0;
+          for (const job of jobs) this.#accept(job, sentAt + this.#leaseMs);
+          full = jobs.length === limit;
+          if (jobs.length === 0 && this.#exitWhenIdle && this.inFlight === 0) return;
+        } catch (e) {
+          backoffMs = Math.min(30_000, Math.max(250, backoffMs * 2));
+          if (!failing) this.log.error({ event: 'claim.failed', err: (e as Error).message, retryInMs: backoffMs }, 'could not claim jobs; backing off');
+          failing = true;
+          await this.#wake.wait(backoffMs);
+          continue;
+        }
+      }
+      if (full && this.#concurrency + this.#bufferSize - this.inFlight > 0) continue;
+      // Full: a finishing job wakes us. Idle: the poll timer (with jitter) or a local enqueue.
+      const wait = room > 0 && !full ? this.#pollMs * (0.9 + 0.2 * this.#random()) : 60_000;
+      await this.#wake.wait(this.#exitWhenIdle && this.inFlight === 0 ? 0 : wait);
+    }
+  }
+
+  #accept(job: ClaimedJob, expiresAt: number): void {
+    this.log.info({ event: 'job.claimed', jobId: job.id, type: job.type, attempt: job.attempts, queue: job.queue }, 'job claimed');
+    const entry: Buffered = {
+      job,
+      expiresAt,
+      pastMaxRuntime: false,
+      lost: false,
+      abort: (reason: AbortReason) => {
+        // Lost while waiting in the buffer: drop it, nothing to record.
+        entry.lost = true;
+        const i = this.#buffer.indexOf(entry);
+        if (i >= 0) this.#buffer.splice(i, 1);
+        this.log.warn({ event: 'job.lease_lost', jobId: job.id, reason: reason.code }, 'lease lost before the job started');
+      },
+    };
+    this.#buffer.push(entry);
+    this.#dispatch();
+  }
+
+  #dispatch(): void {
+    while (this.#running.size < this.#concurrency && this.#buffer.length > 0 && this.#state !== 'stopped') {
+      const entry = this.#buffer.shift() as Buffered;
+      const def = this.registry.get(entry.job.type);
+      if (!def) continue; // cannot happen: we only claim registered types
+      const attempt = new Attempt(entry.job, def, {
+        storage: this.#storage,
+        finish: (p) => this.#completer.finish(p),
+        renew: async (a) => !(await this.#heartbeater.beat([a])).has(a.job.id),
+        log: this.log,
+        random: this.#random,
+        abortGraceMs: this.#opts.abortGraceMs ?? 5_000,
+      });
+      attempt.expiresAt = entry.expiresAt;
+      this.#running.set(entry.job.id, attempt);
+      void attempt.run().then(
+        (outcome) => this.#done(entry.job.id, outcome),
+        (e: unknown) => {
+          this.log.error({ event: 'job.crashed', jobId: entry.job.id, err: (e as Error).message }, 'internal error running job');
+          this.#done(entry.job.id, 'lost');
+        },
+      );
+    }
+  }
+
+  #done(id: string, outcome: string): void {
+    this.#running.delete(id);
+    this.#outcomes[outcome] = (this.#outcomes[outcome] ?? 0) + 1;
+    this.#dispatch();
+    this.#wake.wake();
+  }
+}
+
+function positiveInt(name: string, v: number, min = 1): number {
+  if (!Number.isInteger(v) || v < min) throw new ValidationError('INVALID_OPTION', `${name} must be an integer >= ${min}; got ${String(v)}`);
+  return v;
+}
