@@ -3,7 +3,7 @@
  */
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { Logger } from 'pino';
-import type { JobOutcome, LeaseExpiredPolicy, RetryPolicy } from '../core/index.js';
+import type { LeaseExpiredPolicy, RetryPolicy } from '../core/index.js';
 import { ValidationError, validateName, validateRetryPolicy } from '../core/index.js';
 import type { JobRow } from '../core/storage.js';
 

@@ -20,13 +20,12 @@ export class Wakeup {
       return Promise.resolve();
     }
     return new Promise((resolve) => {
-      const t = setTimeout(done, ms);
-      const self = this;
-      function done() {
+      const done = () => {
         clearTimeout(t);
-        self.#waiters = self.#waiters.filter((w) => w !== done);
+        this.#waiters = this.#waiters.filter((w) => w !== done);
         resolve();
-      }
+      };
+      const t = setTimeout(done, ms);
       this.#waiters.push(done);
     });
   }

@@ -1,0 +1,44 @@
+// Lint: typescript-eslint's recommended rules plus the layer rule from DESIGN §4 —
+// imports flow core ← storage ← (runtime, cli, dashboard); core is pure (no node:*, no packages).
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'bench/node_modules/**', 'bench/results/**', 'demo/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
+      // why: handler payloads and driver rows are genuinely untyped at the boundary
+      '@typescript-eslint/no-explicit-any': 'warn',
+      'max-lines': ['warn', { max: 400, skipBlankLines: true, skipComments: true }],
+    },
+  },
+  {
+    files: ['src/core/**/*.ts'],
+    rules: restrict([
+      { group: ['node:*', 'fs', 'path', 'os', 'crypto', 'child_process', 'net'], message: 'core is pure: no I/O modules' },
+      { group: ['../storage/*', '../runtime/*', '../cli/*', '../dashboard/*'], message: 'core imports nothing outside core' },
+      { regex: '^[a-z@]', message: 'core depends on no package (types from @standard-schema/spec excepted)', allowTypeImports: true },
+    ]),
+  },
+  {
+    files: ['src/storage/**/*.ts'],
+    rules: restrict([{ group: ['**/runtime/*', '**/cli/*', '**/dashboard/*'], message: 'storage knows only core' }]),
+  },
+  {
+    files: ['src/runtime/**/*.ts'],
+    rules: restrict([{ group: ['**/storage/*', '**/cli/*', '**/dashboard/*'], message: 'runtime talks to storage through the core contract only' }]),
+  },
+  {
+    files: ['src/dashboard/**/*.ts'],
+    rules: restrict([{ group: ['**/storage/*', '**/cli/*'], message: 'the dashboard uses the client admin API, never SQL' }]),
+  },
+  {
+    files: ['test/**/*.ts', 'examples/**/*.ts', 'bench/**/*.ts', 'scripts/**'],
+    rules: { 'max-lines': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
+  },
+);
