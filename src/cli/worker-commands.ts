@@ -15,10 +15,22 @@ import { openStorage } from '../storage/open.js';
 import type { GlobalOpts } from './main.js';
 import { parseDuration, parseIntIn, parseList } from './parse.js';
 
+/** TypeScript handler modules load through tsx when it is installed (it is not our runtime dependency). */
+async function enableTypeScript(modulePath: string): Promise<void> {
+  if (!/\.(c|m)?tsx?$/.test(modulePath) || process.execArgv.join(' ').includes('tsx')) return;
+  try {
+    const api = (await import('tsx/esm/api' as string)) as { register: () => unknown };
+    api.register();
+  } catch {
+    throw new ValidationError('INVALID_OPTION', `${modulePath} is TypeScript: install tsx (npm i -D tsx) or compile it to JavaScript first`);
+  }
+}
+
 /** A handlers module exports its job definitions as `default` or `jobs` (an array). */
 export async function loadHandlers(modulePath: string): Promise<AnyJobDefinition[]> {
   const url = pathToFileURL(path.resolve(modulePath)).href;
   let mod: Record<string, unknown>;
+  await enableTypeScript(modulePath);
   try {
     mod = (await import(url)) as Record<string, unknown>;
   } catch (e) {
