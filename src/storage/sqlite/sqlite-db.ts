@@ -1,0 +1,140 @@
+/**
+ * The SQLite connection: pragmas, a prepared-statement cache, IMMEDIATE write transactions,
+ * error mapping, and migrations. Used by sqlite-storage.ts only.
+ *
+ * Several processes may share one database file: every write runs in `BEGIN IMMEDIATE`, which
+ * takes SQLite's single write lock up front (waiting up to the busy timeout), so two claimers
+ * never see the same due row and a read-then-write never fails with SQLITE_BUSY_SNAPSHOT.
+ * WAL lets readers proceed while a writer holds the lock.
+ */
+import Database from 'better-sqlite3';
+import { SchemaTooNewError, TransientStorageError } from '../../core/errors.js';
+import type { MigrateResult } from '../../core/storage.js';
+import { MIGRATIONS_SQL } from './sqlite-sql.js';
+import { SQLITE_LATEST_VERSION, SQLITE_MIGRATIONS, withPrefix } from './sqlite-migrations.js';
+
+type Db = Database.Database;
+type Stmt = Database.Statement<unknown[], unknown>;
+
+/** SQLite result codes worth retrying: the lock was not granted within the busy timeout. */
+function isTransient(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+}
+
+/** Rethrow SQLITE_BUSY / SQLITE_LOCKED as TransientStorageError; anything else unchanged. */
+export function mapError(e: unknown): never {
+  if (isTransient(e)) {
+    const msg = e instanceof Error ? e.message : String(e);
+    throw new TransientStorageError(`sqlite: ${msg} (database busy; retry)`, { cause: e });
+  }
+  throw e;
+}
+
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+export class SqliteDb {
+  readonly db: Db;
+  private readonly cache = new Map<string, Stmt>();
+  private readonly txRunner: Database.Transaction<(fn: () => unknown) => unknown>;
+
+  constructor(
+    path: string,
+    readonly prefix: string,
+    busyTimeoutMs: number,
+  ) {
+    this.db = new Database(path, { timeout: busyTimeoutMs });
+    try {
+      this.pragmas(busyTimeoutMs);
+    } catch (e) {
+      this.db.close();
+      mapError(e);
+    }
+    this.txRunner = this.db.transaction((fn: () => unknown) => fn());
+  }
+
+  private pragmas(busyTimeoutMs: number): void {
+    this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
+    // Switching to WAL needs a brief exclusive lock; a process opening the same new file at
+    // the same moment can make it fail with SQLITE_BUSY, so retry within the busy timeout.
+    const deadline = Date.now() + busyTimeoutMs;
+    for (;;) {
+      try {
+        this.db.pragma('journal_mode = WAL');
+        break;
+      } catch (e) {
+        if (!isTransient(e) || Date.now() >= deadline) throw e;
+        sleepSync(5 + Math.floor(Math.random() * 20));
+      }
+    }
+    // NORMAL is durable across application crashes in WAL mode (not across power loss of
+    // the last commits), and much faster than FULL.
+    this.db.pragma('synchronous = NORMAL');
+    // job_attempts.job_id references jobs.id
+    this.db.pragma('foreign_keys = ON');
+  }
+
+  /** A cached prepared statement for an SQL template (`{p}` = table prefix). */
+  stmt(template: string): Stmt {
+    let s = this.cache.get(template);
+    if (s === undefined) {
+      s = this.db.prepare(withPrefix(template, this.prefix));
+      this.cache.set(template, s);
+    }
+    return s;
+  }
+
+  /** Run `fn` in one BEGIN IMMEDIATE transaction; commit on return, roll back on throw. */
+  write<T>(fn: () => T): T {
+    try {
+      return this.txRunner.immediate(fn) as T;
+    } catch (e) {
+      return mapError(e);
+    }
+  }
+
+  /** Run a read (autocommit statements); busy errors still map to TransientStorageError. */
+  read<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (e) {
+      return mapError(e);
+    }
+  }
+
+  schemaVersion(): number {
+    return this.read(() => {
+      if (this.db.prepare(withPrefix(MIGRATIONS_SQL.ledgerExists, this.prefix)).get() === undefined) return 0;
+      return (this.stmt(MIGRATIONS_SQL.maxVersion).get() as { v: number }).v;
+    });
+  }
+
+  /**
+   * Check and apply inside ONE immediate transaction: a second process migrating at the same
+   * time waits for the lock, then finds everything applied. DDL is transactional in SQLite, so
+   * a failing migration leaves nothing half-applied.
+   */
+  migrate(now: number): MigrateResult {
+    return this.write(() => {
+      this.db.exec(withPrefix(MIGRATIONS_SQL.createLedger, this.prefix));
+      const from = (this.db.prepare(withPrefix(MIGRATIONS_SQL.maxVersion, this.prefix)).get() as { v: number }).v;
+      if (from > SQLITE_LATEST_VERSION) throw new SchemaTooNewError(from, SQLITE_LATEST_VERSION);
+      const applied: { version: number; name: string }[] = [];
+      const record = this.db.prepare(withPrefix(MIGRATIONS_SQL.record, this.prefix));
+      for (const m of [...SQLITE_MIGRATIONS].sort((a, b) => a.version - b.version)) {
+        if (m.version <= from) continue;
+        this.db.exec(withPrefix(m.sql, this.prefix));
+        record.run({ version: m.version, name: m.name, now });
+        applied.push({ version: m.version, name: m.name });
+      }
+      return { from, to: Math.max(from, ...applied.map((a) => a.version)), applied };
+    });
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+    this.cache.clear();
+  }
+}

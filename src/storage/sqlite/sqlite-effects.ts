@@ -1,0 +1,82 @@
+/**
+ * The effect ledger (ctx.once) and the workers table on SQLite. Plain functions over a
+ * connection and a "now" (the process clock, see sqlite-storage.ts); SqliteStorage delegates.
+ */
+import type { EffectParams, EffectReservation, EffectRow, WorkerInfo, WorkerRow } from '../../core/storage.js';
+import type { SqliteDb } from './sqlite-db.js';
+import { jsonOrNull, parseJsonOrUndefined, toEffectRow, toSqlId, toWorkerRow } from './sqlite-rows.js';
+import type { SqlEffect, SqlWorker } from './sqlite-rows.js';
+import { EFFECT_SQL, WORKER_SQL } from './sqlite-sql.js';
+
+/** Fenced on the job's lease; one IMMEDIATE transaction. */
+export function reserveEffect(c: SqliteDb, now: number, p: EffectParams): EffectReservation {
+  const jobId = toSqlId(p.jobId);
+  if (jobId === null) return { state: 'lost' };
+  return c.write((): EffectReservation => {
+    if (!c.stmt(EFFECT_SQL.leaseHolds).get({ jobId, leaseToken: p.leaseToken })) return { state: 'lost' };
+    const row = c.stmt(EFFECT_SQL.get).get(p.key) as SqlEffect | undefined;
+    if (!row) {
+      c.stmt(EFFECT_SQL.insert).run({ key: p.key, jobId, leaseToken: p.leaseToken, now });
+      return { state: 'reserved' };
+    }
+    if (row.state === 'done') return { state: 'done', result: parseJsonOrUndefined(row.result) };
+    // pending under another token: that attempt's lease no longer holds (ours does), take over
+    if (row.lease_token !== p.leaseToken) c.stmt(EFFECT_SQL.takeOver).run({ key: p.key, jobId, leaseToken: p.leaseToken });
+    return { state: 'reserved' };
+  });
+}
+
+export function completeEffect(c: SqliteDb, now: number, p: EffectParams & { result: unknown }): boolean {
+  const jobId = toSqlId(p.jobId);
+  if (jobId === null) return false;
+  return c.write(() => {
+    if (!c.stmt(EFFECT_SQL.leaseHolds).get({ jobId, leaseToken: p.leaseToken })) return false;
+    return c.stmt(EFFECT_SQL.complete).run({ key: p.key, leaseToken: p.leaseToken, result: jsonOrNull(p.result), now }).changes > 0;
+  });
+}
+
+export function listEffects(c: SqliteDb, p: { jobId?: string; limit: number }): EffectRow[] {
+  let rows: SqlEffect[];
+  if (p.jobId === undefined) {
+    rows = c.read(() => c.stmt(EFFECT_SQL.listAll).all({ limit: p.limit }) as SqlEffect[]);
+  } else {
+    const jobId = toSqlId(p.jobId);
+    if (jobId === null) return [];
+    rows = c.read(() => c.stmt(EFFECT_SQL.listByJob).all({ jobId, limit: p.limit }) as SqlEffect[]);
+  }
+  return rows.map(toEffectRow);
+}
+
+export function countEffects(c: SqliteDb): number {
+  return c.read(() => (c.stmt(EFFECT_SQL.count).get() as { n: number }).n);
+}
+
+export function registerWorker(c: SqliteDb, now: number, w: WorkerInfo): void {
+  c.write(() =>
+    c.stmt(WORKER_SQL.upsert).run({
+      id: w.id,
+      host: w.host,
+      pid: w.pid,
+      version: w.version,
+      queues: w.queues === null ? null : JSON.stringify(w.queues),
+      types: JSON.stringify(w.types),
+      now,
+    }),
+  );
+}
+
+export function heartbeatWorker(c: SqliteDb, now: number, id: string): void {
+  c.write(() => c.stmt(WORKER_SQL.heartbeat).run({ id, now }));
+}
+
+export function removeWorker(c: SqliteDb, id: string): void {
+  c.write(() => c.stmt(WORKER_SQL.remove).run(id));
+}
+
+export function listWorkers(c: SqliteDb): WorkerRow[] {
+  return c.read(() => c.stmt(WORKER_SQL.list).all() as SqlWorker[]).map(toWorkerRow);
+}
+
+export function pruneWorkers(c: SqliteDb, cutoff: number): number {
+  return c.write(() => c.stmt(WORKER_SQL.prune).run({ cutoff }).changes);
+}

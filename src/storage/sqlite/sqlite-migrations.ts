@@ -1,0 +1,126 @@
+/**
+ * SQLite schema migrations: versioned, forward-only, the same version numbers in every dialect.
+ * `{p}` in the SQL is replaced by the table prefix (default `leasehold_`).
+ *
+ * Conventions: times are INTEGER epoch milliseconds taken from the process clock (SQLite is
+ * in-process, so the "database clock" of the contract is the clock of the process that writes);
+ * JSON is stored as TEXT; ids are INTEGER PRIMARY KEY AUTOINCREMENT so an id is never reused,
+ * even after pruning, and "newest first" is "id descending".
+ *
+ * Never edit a migration that has shipped: add a new one with the next version.
+ */
+export interface SqliteMigration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
+  {
+    version: 1,
+    name: 'initial schema: jobs, job_attempts, effects, workers',
+    sql: `
+-- jobs: one row per job; status moves per src/core/status.ts
+CREATE TABLE {p}jobs (
+  id              INTEGER PRIMARY KEY AUTOINCREMENT,
+  queue           TEXT    NOT NULL,
+  type            TEXT    NOT NULL,
+  payload         TEXT    NOT NULL,
+  status          TEXT    NOT NULL CHECK (status IN ('queued','running','succeeded','failed','dead','cancelled')),
+  priority        INTEGER NOT NULL DEFAULT 0,
+  run_at          INTEGER NOT NULL,
+  attempts        INTEGER NOT NULL DEFAULT 0,
+  max_attempts    INTEGER NOT NULL,
+  idempotency_key TEXT,
+  locked_by       TEXT,
+  lease_token     TEXT,
+  locked_until    INTEGER,
+  heartbeat_at    INTEGER,
+  started_at      INTEGER,
+  finished_at     INTEGER,
+  last_error_code TEXT,
+  last_error      TEXT,
+  timeout_ms      INTEGER NOT NULL,
+  max_runtime_ms  INTEGER NOT NULL,
+  created_at      INTEGER NOT NULL,
+  updated_at      INTEGER NOT NULL
+) STRICT;
+
+-- claims walk due rows in claim order; the partial index holds only due statuses
+CREATE INDEX {p}jobs_claim_idx ON {p}jobs (priority, run_at, id) WHERE status IN ('queued','failed');
+
+-- the sweeper finds running rows whose lease expired
+CREATE INDEX {p}jobs_running_idx ON {p}jobs (locked_until) WHERE status = 'running';
+
+-- at most one job per idempotency key
+CREATE UNIQUE INDEX {p}jobs_idempotency_key_idx ON {p}jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+-- retention pruning by finish time
+CREATE INDEX {p}jobs_finished_at_idx ON {p}jobs (finished_at) WHERE finished_at IS NOT NULL;
+
+-- job_attempts: one row per attempt, never overwritten once closed
+CREATE TABLE {p}job_attempts (
+  id             INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id         INTEGER NOT NULL REFERENCES {p}jobs (id) ON DELETE CASCADE,
+  attempt        INTEGER NOT NULL,
+  worker_id      TEXT    NOT NULL,
+  lease_token    TEXT    NOT NULL,
+  started_at     INTEGER NOT NULL,
+  finished_at    INTEGER,
+  duration_ms    INTEGER,
+  outcome        TEXT    NOT NULL,
+  error_code     TEXT,
+  error_message  TEXT,
+  error_stack    TEXT,
+  retry_delay_ms INTEGER
+) STRICT;
+
+-- history of one job; closing an attempt looks it up by (job_id, lease_token)
+CREATE INDEX {p}job_attempts_job_idx ON {p}job_attempts (job_id, lease_token);
+
+-- effects: the ledger behind ctx.once; deliberately not tied to jobs, so pruning keeps it
+CREATE TABLE {p}effects (
+  key         TEXT    NOT NULL PRIMARY KEY,
+  job_id      INTEGER NOT NULL,
+  lease_token TEXT,
+  state       TEXT    NOT NULL CHECK (state IN ('pending','done')),
+  result      TEXT,
+  created_at  INTEGER NOT NULL,
+  done_at     INTEGER
+) STRICT;
+
+-- effects of one job
+CREATE INDEX {p}effects_job_idx ON {p}effects (job_id);
+
+-- workers: who is alive, for the dashboard and faster rescue
+CREATE TABLE {p}workers (
+  id           TEXT    NOT NULL PRIMARY KEY,
+  host         TEXT    NOT NULL,
+  pid          INTEGER NOT NULL,
+  version      TEXT    NOT NULL,
+  queues       TEXT,
+  types        TEXT    NOT NULL,
+  started_at   INTEGER NOT NULL,
+  heartbeat_at INTEGER NOT NULL
+) STRICT;
+`,
+  },
+];
+
+/** The highest version this code knows. */
+export const SQLITE_LATEST_VERSION: number = SQLITE_MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);
+
+/** Allowed table prefixes: an identifier, so it can be spliced into SQL safely. */
+const PREFIX_RE = /^[A-Za-z_][A-Za-z0-9_]{0,40}$/;
+
+export function checkPrefix(prefix: string): string {
+  if (prefix !== '' && !PREFIX_RE.test(prefix)) {
+    throw new TypeError(`invalid tablePrefix ${JSON.stringify(prefix)}: letters, digits and _ only`);
+  }
+  return prefix;
+}
+
+/** Replace `{p}` with the table prefix. */
+export function withPrefix(sql: string, prefix: string): string {
+  return sql.replaceAll('{p}', prefix);
+}

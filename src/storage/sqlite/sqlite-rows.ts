@@ -1,0 +1,170 @@
+/**
+ * Row shapes as SQLite returns them, and their mapping to the contract's types.
+ * Times are INTEGER epoch milliseconds; JSON columns are TEXT.
+ */
+import type { AttemptOutcome, JobStatus } from '../../core/status.js';
+import type { AttemptRow, EffectRow, ExpiredLease, JobRow, WorkerRow } from '../../core/storage.js';
+
+export interface SqlJob {
+  id: number;
+  queue: string;
+  type: string;
+  payload: string;
+  status: JobStatus;
+  priority: number;
+  run_at: number;
+  attempts: number;
+  max_attempts: number;
+  idempotency_key: string | null;
+  locked_by: string | null;
+  lease_token: string | null;
+  locked_until: number | null;
+  heartbeat_at: number | null;
+  started_at: number | null;
+  finished_at: number | null;
+  last_error_code: string | null;
+  last_error: string | null;
+  timeout_ms: number;
+  max_runtime_ms: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SqlAttempt {
+  id: number;
+  job_id: number;
+  attempt: number;
+  worker_id: string;
+  lease_token: string;
+  started_at: number;
+  finished_at: number | null;
+  duration_ms: number | null;
+  outcome: AttemptOutcome;
+  error_code: string | null;
+  error_message: string | null;
+  error_stack: string | null;
+  retry_delay_ms: number | null;
+}
+
+export interface SqlEffect {
+  key: string;
+  job_id: number;
+  lease_token: string | null;
+  state: 'pending' | 'done';
+  result: string | null;
+  created_at: number;
+  done_at: number | null;
+}
+
+export interface SqlWorker {
+  id: string;
+  host: string;
+  pid: number;
+  version: string;
+  queues: string | null;
+  types: string;
+  started_at: number;
+  heartbeat_at: number;
+}
+
+export type SqlExpired = Pick<SqlJob, 'id' | 'type' | 'lease_token' | 'locked_by' | 'attempts' | 'max_attempts'>;
+
+const date = (ms: number): Date => new Date(ms);
+const dateOrNull = (ms: number | null): Date | null => (ms === null ? null : new Date(ms));
+
+/** A contract id (decimal string) as a SQLite integer; null when it cannot name a row. */
+export function toSqlId(id: string): number | null {
+  if (!/^[0-9]{1,16}$/.test(id)) return null;
+  const n = Number(id);
+  return Number.isSafeInteger(n) ? n : null;
+}
+
+/** JSON for a TEXT column; `undefined` becomes SQL NULL so it reads back as undefined. */
+export function jsonOrNull(v: unknown): string | null {
+  const s = JSON.stringify(v);
+  return s === undefined ? null : s;
+}
+
+export function parseJsonOrUndefined(s: string | null): unknown {
+  return s === null ? undefined : JSON.parse(s);
+}
+
+export function toJobRow(r: SqlJob): JobRow {
+  return {
+    id: String(r.id),
+    queue: r.queue,
+    type: r.type,
+    payload: JSON.parse(r.payload),
+    status: r.status,
+    priority: r.priority,
+    runAt: date(r.run_at),
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    idempotencyKey: r.idempotency_key,
+    lockedBy: r.locked_by,
+    leaseToken: r.lease_token,
+    lockedUntil: dateOrNull(r.locked_until),
+    heartbeatAt: dateOrNull(r.heartbeat_at),
+    startedAt: dateOrNull(r.started_at),
+    finishedAt: dateOrNull(r.finished_at),
+    lastErrorCode: r.last_error_code,
+    lastError: r.last_error,
+    timeoutMs: r.timeout_ms,
+    maxRuntimeMs: r.max_runtime_ms,
+    createdAt: date(r.created_at),
+    updatedAt: date(r.updated_at),
+  };
+}
+
+export function toAttemptRow(r: SqlAttempt): AttemptRow {
+  return {
+    id: String(r.id),
+    jobId: String(r.job_id),
+    attempt: r.attempt,
+    workerId: r.worker_id,
+    leaseToken: r.lease_token,
+    startedAt: date(r.started_at),
+    finishedAt: dateOrNull(r.finished_at),
+    durationMs: r.duration_ms,
+    outcome: r.outcome,
+    errorCode: r.error_code,
+    errorMessage: r.error_message,
+    errorStack: r.error_stack,
+    retryDelayMs: r.retry_delay_ms,
+  };
+}
+
+export function toEffectRow(r: SqlEffect): EffectRow {
+  return {
+    key: r.key,
+    jobId: String(r.job_id),
+    state: r.state,
+    result: parseJsonOrUndefined(r.result),
+    createdAt: date(r.created_at),
+    doneAt: dateOrNull(r.done_at),
+  };
+}
+
+export function toWorkerRow(r: SqlWorker): WorkerRow {
+  return {
+    id: r.id,
+    host: r.host,
+    pid: r.pid,
+    version: r.version,
+    queues: r.queues === null ? null : (JSON.parse(r.queues) as string[]),
+    types: JSON.parse(r.types) as string[],
+    startedAt: date(r.started_at),
+    heartbeatAt: date(r.heartbeat_at),
+  };
+}
+
+export function toExpiredLease(r: SqlExpired): ExpiredLease {
+  return {
+    id: String(r.id),
+    type: r.type,
+    leaseToken: r.lease_token ?? '',
+    lockedBy: r.locked_by,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+  };
+}

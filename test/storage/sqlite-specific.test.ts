@@ -1,0 +1,195 @@
+/**
+ * What only the SQLite adapter has to prove: WAL mode, several PROCESSES sharing one file
+ * (migrating at once, claiming at once), the schema-too-new guard, busy → TransientStorageError,
+ * table prefixes, and no caller transactions.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { NotSupportedError, SchemaTooNewError, TransientStorageError } from '../../src/core/errors.js';
+import type { NewJob } from '../../src/core/storage.js';
+import { SQLITE_LATEST_VERSION, sqliteStorage } from '../../src/storage/sqlite/index.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const CHILD = path.join(here, 'fixtures', 'sqlite-child.ts');
+
+const dirs: string[] = [];
+function tempFile(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'leasehold-sqlite-'));
+  dirs.push(dir);
+  return path.join(dir, 'jobs.db');
+}
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function job(type: string, over: Partial<NewJob> = {}): NewJob {
+  return { queue: 'default', type, payload: { n: 1 }, priority: 0, runAfterMs: 0, maxAttempts: 3, idempotencyKey: null, timeoutMs: 60_000, maxRuntimeMs: 600_000, ...over };
+}
+
+interface Child {
+  ready: Promise<void>;
+  go(): void;
+  /** the child's last stdout line, parsed */
+  result: Promise<unknown>;
+}
+
+/** Spawn the fixture; it prints "ready", waits for "go", then prints one JSON line. */
+function child(args: string[]): Child {
+  const p = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  let onReady: () => void = () => {};
+  const ready = new Promise<void>((r) => (onReady = r));
+  p.stdout.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+    if (out.startsWith('ready\n')) onReady();
+  });
+  p.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const result = new Promise<unknown>((resolve, reject) => {
+    p.on('error', reject);
+    p.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`child ${args.join(' ')} exited ${code}: ${err}`));
+      const lines = out.trim().split('\n');
+      resolve(JSON.parse(lines[lines.length - 1] ?? 'null'));
+    });
+  });
+  return { ready, go: () => p.stdin.end('go\n'), result };
+}
+
+describe('sqlite adapter specifics', () => {
+  it('puts the file in WAL mode with the configured busy timeout', async () => {
+    const file = tempFile();
+    const s = sqliteStorage({ path: file, busyTimeoutMs: 1234 });
+    await s.migrate();
+    const raw = new Database(file, { readonly: true });
+    try {
+      assert.equal(raw.pragma('journal_mode', { simple: true }), 'wal');
+    } finally {
+      raw.close();
+    }
+    assert.deepEqual(s.capabilities, { multiProcess: true, transactionalEnqueue: false, listenNotify: false });
+    await s.close();
+  });
+
+  it('two processes migrating the same new file at once both succeed; each version is recorded once', async () => {
+    const file = tempFile();
+    const kids = [child(['migrate', file]), child(['migrate', file])];
+    await Promise.all(kids.map((k) => k.ready));
+    for (const k of kids) k.go();
+    const results = (await Promise.all(kids.map((k) => k.result))) as { from: number; to: number; applied: { version: number }[] }[];
+    for (const r of results) assert.equal(r.to, SQLITE_LATEST_VERSION);
+    const appliedVersions = results.flatMap((r) => r.applied.map((a) => a.version)).sort((a, b) => a - b);
+    assert.deepEqual(appliedVersions, Array.from({ length: SQLITE_LATEST_VERSION }, (_, i) => i + 1), 'each version applied by exactly one process');
+    const raw = new Database(file, { readonly: true });
+    try {
+      const rows = raw.prepare('SELECT version, count(*) AS n FROM leasehold_migrations GROUP BY version ORDER BY version').all() as { version: number; n: number }[];
+      assert.deepEqual(rows.map((r) => r.version), Array.from({ length: SQLITE_LATEST_VERSION }, (_, i) => i + 1));
+      assert.ok(rows.every((r) => r.n === 1));
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('a ledger newer than this code throws SchemaTooNewError and changes nothing', async () => {
+    const file = tempFile();
+    const s = sqliteStorage({ path: file });
+    await s.migrate();
+    await s.close();
+    const raw = new Database(file);
+    raw.prepare('INSERT INTO leasehold_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(SQLITE_LATEST_VERSION + 1, 'from the future', Date.now());
+    raw.close();
+    const s2 = sqliteStorage({ path: file });
+    await assert.rejects(s2.migrate(), (e: unknown) => e instanceof SchemaTooNewError && e.code === 'SCHEMA_TOO_NEW');
+    assert.equal(await s2.schemaVersion(), SQLITE_LATEST_VERSION + 1);
+    await s2.close();
+  });
+
+  it('three processes claiming 600 jobs from one file at once: every job exactly once', async () => {
+    const file = tempFile();
+    const s = sqliteStorage({ path: file });
+    await s.migrate();
+    const type = 'race';
+    const inserted: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await s.insertJobs(Array.from({ length: 100 }, (_, k) => job(type, { payload: { i, k }, priority: k % 3 })));
+      inserted.push(...res.map((r) => r.job.id));
+    }
+    const kids = ['a', 'b', 'c'].map((w) => child(['claim', file, w, type, '7']));
+    await Promise.all(kids.map((k) => k.ready));
+    for (const k of kids) k.go();
+    const results = (await Promise.all(kids.map((k) => k.result))) as { workerId: string; ids: string[] }[];
+    const all = results.flatMap((r) => r.ids);
+    assert.equal(new Set(all).size, all.length, 'no job claimed twice');
+    assert.deepEqual([...all].sort(), [...inserted].sort(), 'every job claimed');
+    // each claim opened exactly one attempt row, under the worker that got the job
+    const owner = new Map(results.flatMap((r) => r.ids.map((id) => [id, r.workerId] as const)));
+    for (const id of inserted.slice(0, 20)) {
+      const attempts = await s.listAttempts(id);
+      assert.equal(attempts.length, 1);
+      assert.equal(attempts[0]?.workerId, owner.get(id));
+    }
+    await s.close();
+  });
+
+  it('SQLITE_BUSY past the busy timeout surfaces as TransientStorageError with the cause', async () => {
+    const file = tempFile();
+    const s = sqliteStorage({ path: file, busyTimeoutMs: 50 });
+    await s.migrate();
+    const other = new Database(file);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      await assert.rejects(s.insertJobs([job('busy')]), (e: unknown) => {
+        assert.ok(e instanceof TransientStorageError);
+        assert.match(String((e.cause as { code?: string }).code), /^SQLITE_BUSY/);
+        return true;
+      });
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    assert.equal((await s.insertJobs([job('busy')])).length, 1, 'works once the lock is free');
+    await s.close();
+  });
+
+  it("rejects the caller's transaction handle with NotSupportedError", async () => {
+    const s = sqliteStorage({ path: tempFile() });
+    await s.migrate();
+    await assert.rejects(s.insertJobs([job('tx')], { tx: {} }), NotSupportedError);
+    assert.equal((await s.countJobs()).length, 0, 'nothing written');
+    await s.close();
+  });
+
+  it('table prefixes keep two installations apart in one file; a bad prefix is refused', async () => {
+    const file = tempFile();
+    const a = sqliteStorage({ path: file, tablePrefix: 'app_a_' });
+    const b = sqliteStorage({ path: file, tablePrefix: 'app_b_' });
+    await a.migrate();
+    await b.migrate();
+    await a.insertJobs([job('x')]);
+    assert.equal((await a.listJobs({ limit: 10 })).length, 1);
+    assert.equal((await b.listJobs({ limit: 10 })).length, 0);
+    await a.close();
+    await b.close();
+    assert.throws(() => sqliteStorage({ path: file, tablePrefix: 'x; DROP TABLE' }), TypeError);
+  });
+
+  it('uses the injected clock as the database clock', async () => {
+    let t = Date.UTC(2030, 0, 1);
+    const s = sqliteStorage({ path: tempFile(), clock: () => t });
+    await s.migrate();
+    assert.equal((await s.now()).getTime(), t);
+    const [r] = await s.insertJobs([job('clock', { runAfterMs: 1000 })]);
+    assert.equal(r?.job.runAt.getTime(), t + 1000);
+    assert.equal((await s.claimJobs({ workerId: 'w', types: ['clock'], queues: null, limit: 1, leaseMs: 100 })).length, 0, 'not due yet');
+    t += 1000;
+    const [c] = await s.claimJobs({ workerId: 'w', types: ['clock'], queues: null, limit: 1, leaseMs: 100 });
+    assert.equal(c?.lockedUntil.getTime(), t + 100);
+    await s.close();
+  });
+});
