@@ -1,0 +1,110 @@
+/**
+ * Migration runner and the admin/effect-ledger paths of the MySQL/MariaDB adapter. SQL lives in
+ * mysql-sql.ts and mysql-migrations.ts.
+ */
+import { SchemaTooNewError, TransientStorageError } from '../../core/errors.js';
+import type { EffectParams, EffectReservation, JobRow, MigrateResult, PruneParams } from '../../core/storage.js';
+import type { Leased, Queryable } from './mysql-db.js';
+import { exec, fromJsonText, micros, run, toJobRow, toJsonText } from './mysql-db.js';
+import { LATEST_MYSQL_VERSION, LEDGER_DDL, MYSQL_MIGRATIONS, checkServerVersion, renderDdl } from './mysql-migrations.js';
+import type { MysqlSql } from './mysql-sql.js';
+
+const ER_NO_SUCH_TABLE = 1146;
+const ER_DUP_ENTRY = 1062;
+
+/** Highest applied version; 0 when the ledger does not exist yet. */
+export async function readSchemaVersion(c: Queryable, sql: MysqlSql): Promise<number> {
+  try {
+    const rows = await run(c, sql.schemaVersion);
+    return Number(rows[0]?.version ?? 0);
+  } catch (e) {
+    if ((e as { errno?: unknown }).errno === ER_NO_SUCH_TABLE) return 0;
+    throw e;
+  }
+}
+
+/**
+ * Apply pending migrations on one dedicated connection, under a named lock so that concurrent
+ * migrators take turns; the second one finds nothing left to do.
+ */
+export async function migrateOn(c: Leased, sql: MysqlSql, prefix: string): Promise<MigrateResult> {
+  const version = String((await run(c, sql.version))[0]?.version ?? '');
+  const server = checkServerVersion(version);
+  const got = (await run(c, sql.migrateLock, [prefix]))[0]?.got;
+  if (Number(got) !== 1) throw new TransientStorageError('mysql migrate: timed out after 30 s waiting for another process to finish migrating');
+  try {
+    await exec(c, renderDdl(LEDGER_DDL, prefix, server.collation));
+    const from = await readSchemaVersion(c, sql);
+    if (from > LATEST_MYSQL_VERSION) throw new SchemaTooNewError(from, LATEST_MYSQL_VERSION);
+    const applied: MigrateResult['applied'] = [];
+    for (const m of MYSQL_MIGRATIONS) {
+      if (m.version <= from) continue;
+      for (const stmt of m.sql) await exec(c, renderDdl(stmt, prefix, server.collation));
+      await exec(c, sql.recordMigration, [m.version, m.name]);
+      applied.push({ version: m.version, name: m.name });
+    }
+    return { from, to: Math.max(from, ...applied.map((a) => a.version)), applied };
+  } finally {
+    await run(c, sql.migrateUnlock, [prefix]).catch(() => undefined);
+  }
+}
+
+/** Admin "retry now" on `c` inside a transaction. */
+export async function retryJobOn(c: Queryable, sql: MysqlSql, id: bigint): Promise<{ job: JobRow | null; applied: boolean }> {
+  const res = await exec(c, sql.retryJob, [id]);
+  const rows = await run(c, sql.jobById, [id]);
+  return { job: rows[0] ? toJobRow(rows[0]) : null, applied: res.affectedRows > 0 };
+}
+
+/** Admin cancel on `c` inside a transaction; a running attempt row closes as cancelled. */
+export async function cancelJobOn(c: Queryable, sql: MysqlSql, id: bigint): Promise<{ job: JobRow | null; applied: boolean }> {
+  const before = await run(c, sql.jobForUpdate, [id]);
+  if (!before[0]) return { job: null, applied: false };
+  const prev = toJobRow(before[0]);
+  const message = 'cancelled by an operator';
+  const res = await exec(c, sql.cancelJob, [message, id]);
+  const applied = res.affectedRows > 0;
+  if (applied && prev.status === 'running' && prev.leaseToken) {
+    await exec(c, sql.closeAttempt, ['cancelled', 'CANCELLED', message, null, null, id, prev.leaseToken]);
+  }
+  const after = await run(c, sql.jobById, [id]);
+  return { job: after[0] ? toJobRow(after[0]) : null, applied };
+}
+
+/** Delete finished jobs past retention, and their attempts, on `c` inside a transaction. */
+export async function pruneOn(c: Queryable, sql: MysqlSql, p: PruneParams): Promise<number> {
+  if (p.statuses.length === 0 || p.limit <= 0) return 0;
+  const rows = await run(c, sql.pruneCandidates, [p.statuses, micros(p.olderThanMs), p.limit]);
+  if (rows.length === 0) return 0;
+  const ids = rows.map((r) => BigInt(String(r.id)));
+  await exec(c, sql.pruneAttempts, [ids]);
+  const res = await exec(c, sql.pruneJobs, [ids]);
+  return res.affectedRows;
+}
+
+/** reserveEffect on `c` inside a transaction (see the contract in core/storage.ts). */
+export async function reserveEffectOn(c: Queryable, sql: MysqlSql, p: EffectParams, jobId: bigint): Promise<EffectReservation> {
+  if ((await run(c, sql.leaseHeld, [jobId, p.leaseToken])).length === 0) return { state: 'lost' };
+  let row = (await run(c, sql.effectForUpdate, [p.key]))[0];
+  if (!row) {
+    try {
+      await exec(c, sql.insertEffect, [p.key, jobId, p.leaseToken]);
+      return { state: 'reserved' };
+    } catch (e) {
+      // another attempt inserted the key meanwhile: read its row (a locking read sees it) and go on
+      if ((e as { errno?: unknown }).errno !== ER_DUP_ENTRY) throw e;
+      row = (await run(c, sql.effectForUpdate, [p.key]))[0];
+      if (!row) throw e;
+    }
+  }
+  if (row.state === 'done') return { state: 'done', result: fromJsonText(row.result) };
+  if (row.lease_token !== p.leaseToken) await exec(c, sql.takeOverEffect, [jobId, p.leaseToken, p.key]);
+  return { state: 'reserved' };
+}
+
+/** completeEffect on `c` inside a transaction. */
+export async function completeEffectOn(c: Queryable, sql: MysqlSql, p: EffectParams & { result: unknown }, jobId: bigint): Promise<boolean> {
+  if ((await run(c, sql.leaseHeld, [jobId, p.leaseToken])).length === 0) return false;
+  const res = await exec(c, sql.completeEffect, [toJsonText(p.result), p.key, p.leaseToken]);
+  return res.affectedRows > 0;
+}

@@ -1,0 +1,221 @@
+/**
+ * Plumbing between mysql2/promise and the adapter: one query helper whose options make results
+ * independent of how the pool (ours or the caller's) was configured, the transaction runner
+ * with deadlock retry, and the row mappers.
+ */
+import mysql from 'mysql2/promise';
+import { ValidationError } from '../../core/errors.js';
+import type { AttemptRow, EffectRow, JobRow, WorkerRow } from '../../core/storage.js';
+import type { AttemptOutcome, JobStatus } from '../../core/status.js';
+import { Unretryable, classifyMysqlError, withRetry } from './mysql-errors.js';
+
+/** What the adapter needs of a connection or pool: mysql2/promise's `query`. */
+export interface Queryable {
+  query(options: { sql: string; values?: unknown }, values?: unknown): Promise<[unknown, unknown]>;
+}
+
+/** A pooled connection we can hand back (or throw away when it broke). */
+export interface Leased extends Queryable {
+  release(): void;
+  destroy(): void;
+}
+
+export interface PoolLike extends Queryable {
+  getConnection(): Promise<Leased>;
+}
+
+export interface ResultHeader {
+  affectedRows: number;
+  insertId: number | string;
+}
+
+export type Row = Record<string, unknown>;
+
+/**
+ * Per-query options, whatever the connection's config says: DATETIME comes back as its text
+ * (we read it as UTC ourselves), BIGINT as a decimal string.
+ */
+const QUERY_OPTS = { dateStrings: true, supportBigNumbers: true, bigNumberStrings: true, timezone: 'Z' } as const;
+
+export async function run<T = Row[]>(c: Queryable, sql: string, values?: readonly unknown[]): Promise<T> {
+  const [res] = await c.query({ sql, values, ...QUERY_OPTS } as { sql: string; values?: unknown });
+  return res as T;
+}
+
+export async function exec(c: Queryable, sql: string, values?: readonly unknown[]): Promise<ResultHeader> {
+  return run<ResultHeader>(c, sql, values);
+}
+
+/**
+ * Run `fn` in one transaction on a pooled connection; on deadlock / lock wait timeout roll back
+ * and run it again; on a dropped connection retry only if COMMIT was not yet sent.
+ */
+export async function inTransaction<T>(
+  pool: PoolLike,
+  sql: { begin: string; commit: string; rollback: string; readCommitted: string },
+  what: string,
+  fn: (c: Queryable) => Promise<T>,
+  readCommitted = false,
+): Promise<T> {
+  return withRetry(
+    what,
+    async () => {
+      const c = await pool.getConnection();
+      let broken = false;
+      let committing = false;
+      try {
+        if (readCommitted) await run(c, sql.readCommitted);
+        await run(c, sql.begin);
+        const out = await fn(c);
+        committing = true;
+        await run(c, sql.commit);
+        return out;
+      } catch (e) {
+        broken = classifyMysqlError(e) === 'connection';
+        if (!broken) await run(c, sql.rollback).catch(() => (broken = true));
+        // a COMMIT that broke the connection may have landed: never run the work twice
+        throw committing && broken ? new Unretryable(e) : e;
+      } finally {
+        if (broken) c.destroy();
+        else c.release();
+      }
+    },
+    true,
+  );
+}
+
+/** The pool the adapter creates and owns from a URI. */
+export function createPool(uri: string, size: number): mysql.Pool {
+  return mysql.createPool({
+    uri,
+    connectionLimit: size,
+    // DATETIME holds UTC: mysql2 reads and writes it as UTC whatever the session time zone says
+    timezone: 'Z',
+    dateStrings: false,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    charset: 'utf8mb4',
+    enableKeepAlive: true,
+  });
+}
+
+/** The caller's own transaction handle: a mysql2/promise (Pool)Connection, or a callback one. */
+export function callerTx(tx: unknown): Queryable {
+  const t = tx as { query?: unknown; promise?: unknown } | null;
+  if (t && typeof t === 'object') {
+    if (typeof t.promise === 'function') return (t.promise as () => Queryable).call(t);
+    if (typeof t.query === 'function') return t as Queryable;
+  }
+  throw new ValidationError('INVALID_OPTION', 'mysql storage: `tx` must be a mysql2 connection inside your transaction');
+}
+
+// ---- values in and out ---------------------------------------------------------------------
+
+/** A JS Date as a DATETIME(6) literal in UTC (no dependence on the connection's timezone). */
+export function utcLiteral(d: Date): string {
+  return d.toISOString().slice(0, 23).replace('T', ' ');
+}
+
+/** A DATETIME(6) text ("2024-05-01 12:00:00.123456", UTC) as a Date (millisecond precision). */
+export function parseUtc(v: unknown): Date {
+  if (v instanceof Date) return v;
+  const s = String(v);
+  return new Date(`${s.slice(0, 10)}T${s.slice(11, 23) || '00:00:00'}Z`);
+}
+
+export function parseUtcOrNull(v: unknown): Date | null {
+  return v === null || v === undefined ? null : parseUtc(v);
+}
+
+/** Milliseconds as whole microseconds for `INTERVAL ? MICROSECOND`. */
+export function micros(ms: number): number {
+  return Math.max(0, Math.round(ms * 1000));
+}
+
+/** A decimal id string as a BigInt parameter; null when it is not one. */
+export function idParam(id: string): bigint | null {
+  return /^\d{1,20}$/.test(id) ? BigInt(id) : null;
+}
+
+/** JSON in a text column: NULL stands for `undefined`. */
+export function toJsonText(v: unknown): string | null {
+  return v === undefined ? null : JSON.stringify(v);
+}
+
+export function fromJsonText(v: unknown): unknown {
+  return v === null || v === undefined ? undefined : JSON.parse(String(v));
+}
+
+const str = (v: unknown): string => String(v);
+const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
+const num = (v: unknown): number => Number(v);
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+export function toJobRow(r: Row): JobRow {
+  return {
+    id: str(r.id),
+    queue: str(r.queue),
+    type: str(r.type),
+    payload: JSON.parse(String(r.payload)),
+    status: str(r.status) as JobStatus,
+    priority: num(r.priority),
+    runAt: parseUtc(r.run_at),
+    attempts: num(r.attempts),
+    maxAttempts: num(r.max_attempts),
+    idempotencyKey: strOrNull(r.idempotency_key),
+    lockedBy: strOrNull(r.locked_by),
+    leaseToken: strOrNull(r.lease_token),
+    lockedUntil: parseUtcOrNull(r.locked_until),
+    heartbeatAt: parseUtcOrNull(r.heartbeat_at),
+    startedAt: parseUtcOrNull(r.started_at),
+    finishedAt: parseUtcOrNull(r.finished_at),
+    lastErrorCode: strOrNull(r.last_error_code),
+    lastError: strOrNull(r.last_error),
+    timeoutMs: num(r.timeout_ms),
+    maxRuntimeMs: num(r.max_runtime_ms),
+    createdAt: parseUtc(r.created_at),
+    updatedAt: parseUtc(r.updated_at),
+  };
+}
+
+export function toAttemptRow(r: Row): AttemptRow {
+  return {
+    id: str(r.id),
+    jobId: str(r.job_id),
+    attempt: num(r.attempt),
+    workerId: str(r.worker_id),
+    leaseToken: str(r.lease_token),
+    startedAt: parseUtc(r.started_at),
+    finishedAt: parseUtcOrNull(r.finished_at),
+    durationMs: numOrNull(r.duration_ms),
+    outcome: str(r.outcome) as AttemptOutcome,
+    errorCode: strOrNull(r.error_code),
+    errorMessage: strOrNull(r.error_message),
+    errorStack: strOrNull(r.error_stack),
+    retryDelayMs: numOrNull(r.retry_delay_ms),
+  };
+}
+
+export function toEffectRow(r: Row): EffectRow {
+  return {
+    key: str(r.effect_key),
+    jobId: str(r.job_id),
+    state: str(r.state) as 'pending' | 'done',
+    result: fromJsonText(r.result),
+    createdAt: parseUtc(r.created_at),
+    doneAt: parseUtcOrNull(r.done_at),
+  };
+}
+
+export function toWorkerRow(r: Row): WorkerRow {
+  return {
+    id: str(r.id),
+    host: str(r.host),
+    pid: num(r.pid),
+    version: str(r.version),
+    queues: (fromJsonText(r.queues) as string[] | undefined) ?? null,
+    types: JSON.parse(String(r.types)) as string[],
+    startedAt: parseUtc(r.started_at),
+    heartbeatAt: parseUtc(r.heartbeat_at),
+  };
+}

@@ -1,0 +1,297 @@
+/**
+ * `Storage` on MySQL 8.0.1+ / MariaDB 10.6+ through mysql2/promise. Semantics are the contract
+ * in core/storage.ts; SQL is in mysql-sql.ts, the write paths in mysql-jobs.ts and
+ * mysql-admin.ts. Times are UTC_TIMESTAMP(6) in DATETIME(6) columns, independent of the
+ * session or server time zone.
+ */
+import mysql from 'mysql2/promise';
+import { ValidationError } from '../../core/errors.js';
+import type {
+  AttemptRow,
+  Capabilities,
+  ClaimParams,
+  ClaimedJob,
+  EffectParams,
+  EffectReservation,
+  EffectRow,
+  ExpiredLease,
+  FinishParams,
+  FinishResult,
+  HeartbeatParams,
+  HeartbeatResult,
+  InsertResult,
+  JobCount,
+  JobQuery,
+  JobRow,
+  MigrateResult,
+  NewJob,
+  PruneParams,
+  Storage,
+  WorkerInfo,
+  WorkerRow,
+} from '../../core/storage.js';
+import type { JobStatus } from '../../core/status.js';
+import {
+  cancelJobOn,
+  completeEffectOn,
+  migrateOn,
+  pruneOn,
+  readSchemaVersion,
+  reserveEffectOn,
+  retryJobOn,
+} from './mysql-admin.js';
+import type { PoolLike, Queryable } from './mysql-db.js';
+import { callerTx, createPool, exec, idParam, inTransaction, micros, parseUtc, run, toAttemptRow, toEffectRow, toJobRow, toWorkerRow } from './mysql-db.js';
+import { toStorageError, withRetry } from './mysql-errors.js';
+import { claimOn, finishOn, heartbeatOn, insertJobsOn } from './mysql-jobs.js';
+import type { MysqlSql } from './mysql-sql.js';
+import { mysqlSql } from './mysql-sql.js';
+
+export interface MysqlStorageOptions {
+  /** mysql://user:pass@host:port/database */
+  uri?: string;
+  /** a mysql2/promise pool you own (we never end it) */
+  pool?: mysql.Pool;
+  /** prefix of every table name; default 'leasehold_' */
+  tablePrefix?: string;
+  /** connections in the pool we create; default 10 */
+  poolSize?: number;
+}
+
+
+const PREFIX_RE = /^[A-Za-z0-9_]{0,32}$/;
+
+export class MysqlStorage implements Storage {
+  readonly dialect = 'mysql';
+  readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: false };
+  readonly tablePrefix: string;
+  private readonly pool: PoolLike;
+  private readonly ownPool: mysql.Pool | null;
+  private readonly sql: MysqlSql;
+  private closed = false;
+
+  constructor(opts: MysqlStorageOptions) {
+    const prefix = opts.tablePrefix ?? 'leasehold_';
+    if (!PREFIX_RE.test(prefix)) throw new ValidationError('INVALID_OPTION', `tablePrefix must match ${PREFIX_RE}; got ${JSON.stringify(prefix)}`);
+    this.tablePrefix = prefix;
+    this.sql = mysqlSql(prefix);
+    if (opts.pool) {
+      this.ownPool = null;
+      this.pool = opts.pool as unknown as PoolLike;
+    } else {
+      if (!opts.uri) throw new ValidationError('INVALID_OPTION', 'mysql storage needs a `uri` or a `pool`');
+      this.ownPool = createPool(opts.uri, opts.poolSize ?? 10);
+      this.pool = this.ownPool as unknown as PoolLike;
+    }
+  }
+
+  private tx<T>(what: string, fn: (c: Queryable) => Promise<T>, readCommitted = false): Promise<T> {
+    return inTransaction(this.pool, this.sql, what, fn, readCommitted);
+  }
+
+  /** A single statement (read or idempotent write) on the pool, retried on lock or connection errors. */
+  private one<T>(what: string, fn: (c: Queryable) => Promise<T>): Promise<T> {
+    return withRetry(what, () => fn(this.pool), true);
+  }
+
+  async migrate(): Promise<MigrateResult> {
+    return withRetry(
+      'migrate',
+      async () => {
+        const c = await this.pool.getConnection();
+        try {
+          return await migrateOn(c, this.sql, this.tablePrefix);
+        } finally {
+          c.release();
+        }
+      },
+      true,
+    );
+  }
+
+  schemaVersion(): Promise<number> {
+    return this.one('schemaVersion', (c) => readSchemaVersion(c, this.sql));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownPool) await this.ownPool.end();
+  }
+
+  async now(): Promise<Date> {
+    const rows = await this.one('now', (c) => run(c, this.sql.now));
+    return parseUtc(rows[0]?.now);
+  }
+
+  // ---- jobs ----------------------------------------------------------------------------------
+
+  async insertJobs(jobs: readonly NewJob[], opts?: { tx?: unknown }): Promise<InsertResult[]> {
+    if (opts?.tx !== undefined && opts.tx !== null) {
+      const c = callerTx(opts.tx);
+      try {
+        return await insertJobsOn(c, this.sql, jobs);
+      } catch (e) {
+        throw toStorageError(e, 'insertJobs');
+      }
+    }
+    if (jobs.length === 0) return [];
+    return this.tx('insertJobs', (c) => insertJobsOn(c, this.sql, jobs));
+  }
+
+  claimJobs(params: ClaimParams): Promise<ClaimedJob[]> {
+    return this.tx('claimJobs', (c) => claimOn(c, this.sql, params), true);
+  }
+
+  async heartbeat(params: HeartbeatParams): Promise<HeartbeatResult> {
+    if (params.leases.length === 0) return { lost: [] };
+    return this.one('heartbeat', (c) => heartbeatOn(c, this.sql, params));
+  }
+
+  async finishJobs(params: readonly FinishParams[], opts?: { tx?: unknown }): Promise<FinishResult[]> {
+    if (opts?.tx !== undefined && opts.tx !== null) {
+      const c = callerTx(opts.tx);
+      try {
+        return await finishOn(c, this.sql, params);
+      } catch (e) {
+        throw toStorageError(e, 'finishJobs');
+      }
+    }
+    if (params.length === 0) return [];
+    return this.tx('finishJobs', (c) => finishOn(c, this.sql, params));
+  }
+
+  async findExpiredLeases(params: { limit: number }): Promise<ExpiredLease[]> {
+    if (params.limit <= 0) return [];
+    const rows = await this.one('findExpiredLeases', (c) => run(c, this.sql.expiredLeases, [params.limit]));
+    return rows.map((r) => ({
+      id: String(r.id),
+      type: String(r.type),
+      leaseToken: String(r.lease_token),
+      lockedBy: r.locked_by === null ? null : String(r.locked_by),
+      attempts: Number(r.attempts),
+      maxAttempts: Number(r.max_attempts),
+    }));
+  }
+
+  async getJob(id: string): Promise<JobRow | null> {
+    const idp = idParam(id);
+    if (idp === null) return null;
+    const rows = await this.one('getJob', (c) => run(c, this.sql.jobById, [idp]));
+    return rows[0] ? toJobRow(rows[0]) : null;
+  }
+
+  async listJobs(query: JobQuery): Promise<JobRow[]> {
+    const filters: [string, unknown][] = [];
+    if (query.status !== undefined) filters.push(['status = ?', query.status]);
+    if (query.queue !== undefined) filters.push(['queue = ?', query.queue]);
+    if (query.type !== undefined) filters.push(['type = ?', query.type]);
+    if (query.beforeId !== undefined) {
+      const before = idParam(query.beforeId);
+      if (before === null) return [];
+      filters.push(['id < ?', before]);
+    }
+    const where = filters.map((f) => f[0]);
+    const values = filters.map((f) => f[1]);
+    if (query.limit <= 0) return [];
+    values.push(query.limit);
+    const rows = await this.one('listJobs', (c) => run(c, this.sql.listJobs(where), values));
+    return rows.map(toJobRow);
+  }
+
+  async countJobs(): Promise<JobCount[]> {
+    const rows = await this.one('countJobs', (c) => run(c, this.sql.countJobs));
+    return rows.map((r) => ({
+      queue: String(r.queue),
+      type: String(r.type),
+      status: String(r.status) as JobStatus,
+      count: Number(r.n),
+      due: Number(r.due ?? 0),
+    }));
+  }
+
+  async listAttempts(jobId: string): Promise<AttemptRow[]> {
+    const idp = idParam(jobId);
+    if (idp === null) return [];
+    const rows = await this.one('listAttempts', (c) => run(c, this.sql.listAttempts, [idp]));
+    return rows.map(toAttemptRow);
+  }
+
+  async retryJob(id: string): Promise<{ job: JobRow | null; applied: boolean }> {
+    const idp = idParam(id);
+    if (idp === null) return { job: null, applied: false };
+    return this.tx('retryJob', (c) => retryJobOn(c, this.sql, idp));
+  }
+
+  async cancelJob(id: string): Promise<{ job: JobRow | null; applied: boolean }> {
+    const idp = idParam(id);
+    if (idp === null) return { job: null, applied: false };
+    return this.tx('cancelJob', (c) => cancelJobOn(c, this.sql, idp));
+  }
+
+  pruneJobs(params: PruneParams): Promise<number> {
+    return this.tx('pruneJobs', (c) => pruneOn(c, this.sql, params));
+  }
+
+  // ---- effect ledger -------------------------------------------------------------------------
+
+  async reserveEffect(params: EffectParams): Promise<EffectReservation> {
+    const jobId = idParam(params.jobId);
+    if (jobId === null) return { state: 'lost' };
+    return this.tx('reserveEffect', (c) => reserveEffectOn(c, this.sql, params, jobId));
+  }
+
+  async completeEffect(params: EffectParams & { result: unknown }): Promise<boolean> {
+    const jobId = idParam(params.jobId);
+    if (jobId === null) return false;
+    return this.tx('completeEffect', (c) => completeEffectOn(c, this.sql, params, jobId));
+  }
+
+  async listEffects(params: { jobId?: string; limit: number }): Promise<EffectRow[]> {
+    if (params.limit <= 0) return [];
+    const values: unknown[] = [];
+    if (params.jobId !== undefined) {
+      const idp = idParam(params.jobId);
+      if (idp === null) return [];
+      values.push(idp);
+    }
+    values.push(params.limit);
+    const rows = await this.one('listEffects', (c) => run(c, this.sql.listEffects(params.jobId !== undefined), values));
+    return rows.map(toEffectRow);
+  }
+
+  async countEffects(): Promise<number> {
+    const rows = await this.one('countEffects', (c) => run(c, this.sql.countEffects));
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  // ---- workers -------------------------------------------------------------------------------
+
+  async registerWorker(info: WorkerInfo): Promise<void> {
+    const values = [info.id, info.host, info.pid, info.version, info.queues === null ? null : JSON.stringify(info.queues), JSON.stringify(info.types)];
+    await this.one('registerWorker', (c) => exec(c, this.sql.registerWorker, values));
+  }
+
+  async heartbeatWorker(id: string): Promise<void> {
+    await this.one('heartbeatWorker', (c) => exec(c, this.sql.heartbeatWorker, [id]));
+  }
+
+  async removeWorker(id: string): Promise<void> {
+    await this.one('removeWorker', (c) => exec(c, this.sql.removeWorker, [id]));
+  }
+
+  async listWorkers(): Promise<WorkerRow[]> {
+    const rows = await this.one('listWorkers', (c) => run(c, this.sql.listWorkers));
+    return rows.map(toWorkerRow);
+  }
+
+  async pruneWorkers(params: { silentForMs: number }): Promise<number> {
+    const res = await this.one('pruneWorkers', (c) => exec(c, this.sql.pruneWorkers, [micros(params.silentForMs)]));
+    return res.affectedRows;
+  }
+}
+
+/** A MySQL/MariaDB storage; call `migrate()` before first use. */
+export function mysqlStorage(opts: MysqlStorageOptions): MysqlStorage {
+  return new MysqlStorage(opts);
+}
