@@ -19,6 +19,7 @@ export default tseslint.config(
   },
   {
     files: ['src/core/**/*.ts'],
+    ignores: ['src/core/**/*.test.ts'],
     rules: restrict([
       { group: ['node:*', 'fs', 'path', 'os', 'crypto', 'child_process', 'net'], message: 'core is pure: no I/O modules' },
       { group: ['../storage/*', '../runtime/*', '../cli/*', '../dashboard/*'], message: 'core imports nothing outside core' },

@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { ValidationError } from './errors.js';
+import type { JobDefaults } from './job-input.js';
+import { DEFAULT_JOB_DEFAULTS, DEFAULT_MAX_PAYLOAD_BYTES, buildNewJob, parsePayloadText, validateName, validatePayload } from './job-input.js';
+
+const D: JobDefaults = DEFAULT_JOB_DEFAULTS;
+
+function rejects(fn: () => unknown, code: string, what: string): void {
+  assert.throws(fn, (e: unknown) => {
+    assert.ok(e instanceof ValidationError, `${what}: a ValidationError, got ${String(e)}`);
+    assert.equal(e.code, code, `${what}: code`);
+    return true;
+  });
+}
+
+describe('validatePayload', () => {
+  it('accepts plain JSON and returns its text', () => {
+    for (const p of [null, true, 0, -1.5, 'x', [], {}, { a: [1, { b: 'c' }] }, Object.create(null) as object]) {
+      assert.equal(validatePayload(p), JSON.stringify(p));
+    }
+    const shared = { x: 1 };
+    assert.doesNotThrow(() => validatePayload({ a: shared, b: shared, c: [shared, shared] }), 'repeated (not circular) references are fine');
+  });
+
+  it('rejects what JSON cannot hold faithfully with INVALID_PAYLOAD', () => {
+    const circular: Record<string, unknown> = { a: 1 };
+    circular.self = circular;
+    const circularArray: unknown[] = [];
+    circularArray.push({ back: circularArray });
+    class Money {
+      amount = 5;
+    }
+    const bad: [string, unknown][] = [
+      ['BigInt', { n: 10n }],
+      ['top-level BigInt', 10n],
+      ['function', { f: () => 1 }],
+      ['symbol', { s: Symbol('x') }],
+      ['undefined', undefined],
+      ['nested undefined in array', [1, undefined]],
+      ['NaN', { n: Number.NaN }],
+      ['Infinity', [Infinity]],
+      ['-Infinity', -Infinity],
+      ['Date', { at: new Date() }],
+      ['Map', new Map([['a', 1]])],
+      ['Set', { s: new Set([1]) }],
+      ['class instance', { m: new Money() }],
+      ['RegExp', /x/],
+      ['circular object', circular],
+      ['circular array', circularArray],
+    ];
+    for (const [what, p] of bad) rejects(() => validatePayload(p), 'INVALID_PAYLOAD', what);
+  });
+
+  it('names the offending path', () => {
+    assert.throws(() => validatePayload({ a: { b: [0, 1n] } }), /payload\.a\.b\[1\]/);
+  });
+
+  it('rejects oversized payloads with PAYLOAD_TOO_LARGE, counting UTF-8 bytes', () => {
+    rejects(() => validatePayload({ blob: 'x'.repeat(DEFAULT_MAX_PAYLOAD_BYTES) }), 'PAYLOAD_TOO_LARGE', 'default limit');
+    assert.doesNotThrow(() => validatePayload('x'.repeat(8), 10), '"xxxxxxxx" is 10 bytes');
+    rejects(() => validatePayload('x'.repeat(9), 10), 'PAYLOAD_TOO_LARGE', 'one byte over');
+    rejects(() => validatePayload('é'.repeat(5), 11), 'PAYLOAD_TOO_LARGE', 'é is two bytes');
+  });
+
+  it('accepts any JSON value (property)', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => {
+        const text = validatePayload(v, Number.MAX_SAFE_INTEGER);
+        assert.deepEqual(JSON.parse(text), JSON.parse(JSON.stringify(v)));
+      }),
+    );
+  });
+
+  it('parsePayloadText: bad JSON is INVALID_PAYLOAD; good JSON is size-checked', () => {
+    assert.deepEqual(parsePayloadText('{"a":[1,2]}'), { a: [1, 2] });
+    rejects(() => parsePayloadText('{a:1}'), 'INVALID_PAYLOAD', 'not JSON');
+    rejects(() => parsePayloadText('"xxxxxxxxxx"', 5), 'PAYLOAD_TOO_LARGE', 'too large');
+  });
+});
+
+describe('buildNewJob', () => {
+  it('fills defaults', () => {
+    const j = buildNewJob('email.send', { to: 'a' }, {}, D);
+    assert.deepEqual(j, {
+      type: 'email.send',
+      payload: { to: 'a' },
+      queue: 'default',
+      priority: 0,
+      runAt: undefined,
+      runAfterMs: 0,
+      maxAttempts: 5,
+      idempotencyKey: null,
+      timeoutMs: D.timeoutMs,
+      maxRuntimeMs: D.maxRuntimeMs,
+    });
+  });
+
+  it('takes options: delay, runAt as string, queue, priority, key, timeouts', () => {
+    const j = buildNewJob('t', null, { delayMs: 1500.4, queue: 'billing', priority: -5, maxAttempts: 1, idempotencyKey: 'k', timeoutMs: 10, maxRuntimeMs: 20 }, D);
+    assert.equal(j.runAfterMs, 1500);
+    assert.equal(j.queue, 'billing');
+    assert.equal(j.priority, -5);
+    assert.equal(j.maxAttempts, 1);
+    assert.equal(j.idempotencyKey, 'k');
+    assert.equal(j.timeoutMs, 10);
+    assert.equal(j.maxRuntimeMs, 20);
+    const at = buildNewJob('t', null, { runAt: '2030-01-02T03:04:05.678Z' }, D);
+    assert.equal(at.runAt?.toISOString(), '2030-01-02T03:04:05.678Z');
+  });
+
+  it('rejects negative or non-finite delays', () => {
+    for (const delayMs of [-1, -0.5, Number.NaN, Infinity]) rejects(() => buildNewJob('t', {}, { delayMs }, D), 'INVALID_OPTION', `delay ${delayMs}`);
+  });
+
+  it('rejects zero, negative and fractional maxAttempts', () => {
+    for (const maxAttempts of [0, -1, 1.5, Number.NaN]) {
+      rejects(() => buildNewJob('t', {}, { maxAttempts }, D), 'INVALID_OPTION', `maxAttempts ${maxAttempts}`);
+    }
+  });
+
+  it('rejects bad type and queue names', () => {
+    for (const type of ['', 'has space', 'x'.repeat(129), 'ünï', 'semi;colon']) rejects(() => buildNewJob(type, {}, {}, D), 'INVALID_OPTION', `type ${JSON.stringify(type)}`);
+    rejects(() => buildNewJob(42 as unknown as string, {}, {}, D), 'INVALID_OPTION', 'non-string type');
+    rejects(() => buildNewJob('t', {}, { queue: 'bad queue' }, D), 'INVALID_OPTION', 'queue');
+    assert.equal(validateName('job type', 'a.b:c-d/e_f'), 'a.b:c-d/e_f');
+  });
+
+  it('rejects other bad options', () => {
+    const bad: [string, object][] = [
+      ['runAt and delayMs', { runAt: new Date(), delayMs: 5 }],
+      ['invalid runAt', { runAt: 'not a date' }],
+      ['empty key', { idempotencyKey: '' }],
+      ['long key', { idempotencyKey: 'k'.repeat(256) }],
+      ['priority out of range', { priority: 40_000 }],
+      ['zero timeout', { timeoutMs: 0 }],
+      ['fractional maxRuntime', { maxRuntimeMs: 1.5 }],
+    ];
+    for (const [what, opts] of bad) rejects(() => buildNewJob('t', {}, opts, D), 'INVALID_OPTION', what);
+  });
+
+  it('rejects a bad payload before anything else is built', () => {
+    rejects(() => buildNewJob('t', { at: new Date() }, {}, D), 'INVALID_PAYLOAD', 'Date payload');
+    rejects(() => buildNewJob('t', 'x'.repeat(100), {}, D, 10), 'PAYLOAD_TOO_LARGE', 'custom limit');
+  });
+});

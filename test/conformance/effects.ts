@@ -1,0 +1,103 @@
+/** The effect ledger behind ctx.once: reserve, complete, take over, fencing. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ConformanceHarness } from './index.js';
+import { WRONG_TOKEN, assertBetween, claimOne, finish, insertAndClaim, newJob, uniq, useDb } from './helpers.js';
+
+const RESULT = { messageId: 'm-42', recipients: ['a@b.c', 'ü@ñ.de'], nested: { ok: true, n: 3.5 } };
+
+export function effectTests(h: ConformanceHarness): void {
+  describe('effects', () => {
+    const db = useDb(h);
+
+    it('reserveEffect is lost unless the job is running under this token', async () => {
+      const s = db.storage;
+      const c = await insertAndClaim(s);
+      const key = uniq('eff');
+      assert.deepEqual(await s.reserveEffect({ key, jobId: c.id, leaseToken: WRONG_TOKEN }), { state: 'lost' });
+      assert.deepEqual(await s.reserveEffect({ key, jobId: '987654321', leaseToken: c.leaseToken }), { state: 'lost' });
+      const [q] = await s.insertJobs([newJob(uniq('eff-job'))]);
+      assert.deepEqual(await s.reserveEffect({ key, jobId: q!.job.id, leaseToken: c.leaseToken }), { state: 'lost' }, 'queued job');
+      await finish(s, c);
+      assert.deepEqual(await s.reserveEffect({ key, jobId: c.id, leaseToken: c.leaseToken }), { state: 'lost' }, 'finished job');
+      assert.equal((await s.listEffects({ jobId: c.id, limit: 10 })).length, 0, 'nothing recorded');
+      assert.equal(await s.completeEffect({ key, jobId: c.id, leaseToken: c.leaseToken, result: 1 }), false);
+    });
+
+    it('reserve → complete → done with its result, for this attempt and the next', async () => {
+      const s = db.storage;
+      const c = await insertAndClaim(s);
+      const key = uniq('eff');
+      const p = { key, jobId: c.id, leaseToken: c.leaseToken };
+      const t0 = (await s.now()).getTime();
+      assert.deepEqual(await s.reserveEffect(p), { state: 'reserved' });
+      assert.deepEqual(await s.reserveEffect(p), { state: 'reserved' }, 'pending under this token: still ours');
+      const [pending] = await s.listEffects({ jobId: c.id, limit: 10 });
+      assert.equal(pending?.state, 'pending');
+      assert.equal(pending?.doneAt, null);
+      assert.equal(await s.completeEffect({ ...p, result: RESULT }), true);
+      const t1 = (await s.now()).getTime();
+      assert.deepEqual(await s.reserveEffect(p), { state: 'done', result: RESULT });
+
+      const [row] = await s.listEffects({ jobId: c.id, limit: 10 });
+      assert.equal(row!.key, key);
+      assert.equal(row!.jobId, c.id);
+      assert.equal(row!.state, 'done');
+      assert.deepEqual(row!.result, RESULT);
+      assertBetween(row!.createdAt.getTime(), t0, t1, 'createdAt');
+      assertBetween(row!.doneAt!.getTime(), t0, t1, 'doneAt');
+
+      await finish(s, c, { status: 'failed', runAfterMs: 0, attempt: { outcome: 'failed' } });
+      const c2 = await claimOne(s, c.type);
+      assert.deepEqual(await s.reserveEffect({ key, jobId: c2.id, leaseToken: c2.leaseToken }), { state: 'done', result: RESULT });
+    });
+
+    it('a pending row left by a dead attempt is taken over; the stale token cannot complete it', async () => {
+      const s = db.storage;
+      const c1 = await insertAndClaim(s);
+      const key = uniq('eff');
+      assert.deepEqual(await s.reserveEffect({ key, jobId: c1.id, leaseToken: c1.leaseToken }), { state: 'reserved' });
+      // the attempt dies before completing; the job comes back and is claimed again
+      await finish(s, c1, { status: 'failed', runAfterMs: 0, attempt: { outcome: 'lease_expired' } });
+      const c2 = await claimOne(s, c1.type);
+      assert.deepEqual(await s.reserveEffect({ key, jobId: c2.id, leaseToken: c2.leaseToken }), { state: 'reserved' });
+      assert.equal(await s.completeEffect({ key, jobId: c1.id, leaseToken: c1.leaseToken, result: { by: 'zombie' } }), false);
+      assert.equal(await s.completeEffect({ key, jobId: c2.id, leaseToken: c2.leaseToken, result: { by: 'second' } }), true);
+      assert.deepEqual(await s.reserveEffect({ key, jobId: c2.id, leaseToken: c2.leaseToken }), { state: 'done', result: { by: 'second' } });
+      const rows = await s.listEffects({ jobId: c1.id, limit: 10 });
+      assert.equal(rows.length, 1, 'one row per key');
+    });
+
+    it('completeEffect is fenced: stale token after a re-claim, or no reservation, is rejected', async () => {
+      const s = db.storage;
+      const c1 = await insertAndClaim(s);
+      const key = uniq('eff');
+      assert.equal(await s.completeEffect({ key, jobId: c1.id, leaseToken: c1.leaseToken, result: 1 }), false, 'no reservation');
+      assert.deepEqual(await s.reserveEffect({ key, jobId: c1.id, leaseToken: c1.leaseToken }), { state: 'reserved' });
+      await finish(s, c1, { status: 'queued', runAfterMs: 0, uncountAttempt: true, attempt: { outcome: 'handed_back' } });
+      const c2 = await claimOne(s, c1.type);
+      // c2 holds the job but has not reserved the key: c1's pending row is still under c1's token
+      assert.equal(await s.completeEffect({ key, jobId: c1.id, leaseToken: c1.leaseToken, result: 1 }), false, 'stale lease');
+      assert.equal(await s.completeEffect({ key, jobId: c2.id, leaseToken: c2.leaseToken, result: 2 }), false, 'not reserved by c2');
+      const [row] = await s.listEffects({ jobId: c1.id, limit: 10 });
+      assert.equal(row!.state, 'pending');
+    });
+
+    it('countEffects and listEffects (by job, limit)', async () => {
+      const s = db.storage;
+      const before = await s.countEffects();
+      const a = await insertAndClaim(s);
+      const b = await insertAndClaim(s);
+      const keysA = [uniq('eff'), uniq('eff'), uniq('eff')];
+      for (const key of keysA) await s.reserveEffect({ key, jobId: a.id, leaseToken: a.leaseToken });
+      await s.reserveEffect({ key: uniq('eff'), jobId: b.id, leaseToken: b.leaseToken });
+      assert.equal(await s.countEffects(), before + 4);
+      const listed = await s.listEffects({ jobId: a.id, limit: 10 });
+      assert.deepEqual(listed.map((e) => e.key).sort(), [...keysA].sort());
+      assert.ok(listed.every((e) => e.jobId === a.id && e.state === 'pending'));
+      assert.equal((await s.listEffects({ jobId: a.id, limit: 2 })).length, 2);
+      assert.equal((await s.listEffects({ limit: 3 })).length, 3);
+      assert.ok((await s.listEffects({ limit: 1000 })).length >= 4);
+    });
+  });
+}

@@ -1,0 +1,44 @@
+/**
+ * The storage conformance suite: ONE set of tests every adapter (memory, sqlite, postgres,
+ * mysql) runs, pinning the semantics written in the header of src/core/storage.ts.
+ *
+ * Usage, from an adapter's test file:
+ *
+ *   runStorageConformance({ name: 'sqlite', create: async () => ({ storage, connectAnother, cleanup }) });
+ *
+ * Each describe block calls `create()` once (in `before`) and `cleanup()` once (in `after`);
+ * tests inside a block keep apart by using unique job types. `cleanup()` must close every
+ * Storage the harness handed out, including those from `connectAnother()`: the suite never
+ * closes them itself (for the memory adapter they are all one instance).
+ */
+import { describe } from 'node:test';
+import type { Storage } from '../../src/core/storage.js';
+import { adminTests } from './admin.js';
+import { effectTests } from './effects.js';
+import { finishTests } from './finish.js';
+import { claimTests } from './jobs-claim.js';
+import { insertTests } from './jobs-insert.js';
+import { listingTests } from './listing.js';
+import { raceTests } from './races.js';
+import { sweepTests } from './sweep.js';
+import { workerTests } from './workers.js';
+
+export interface ConformanceHarness {
+  name: string;
+  /** a fresh, migrated, empty database; `connectAnother` opens a second Storage on the SAME database (another connection/instance), for race tests */
+  create(): Promise<{ storage: Storage; connectAnother(): Promise<Storage>; cleanup(): Promise<void> }>;
+}
+
+export function runStorageConformance(h: ConformanceHarness): void {
+  describe(`storage conformance: ${h.name}`, () => {
+    insertTests(h);
+    claimTests(h);
+    finishTests(h);
+    sweepTests(h);
+    adminTests(h);
+    listingTests(h);
+    effectTests(h);
+    workerTests(h);
+    raceTests(h);
+  });
+}
