@@ -3,7 +3,7 @@
  * or sqlite:leasehold.db in the working directory), does one thing, and closes it.
  * Exit codes: 0 done, 1 failure, 2 bad input (nothing was written).
  */
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { isLeaseholdError, parsePayloadText, ValidationError } from '../core/index.js';
 import type { JobStatus } from '../core/status.js';
 import { JOB_STATUSES } from '../core/status.js';
@@ -147,6 +147,11 @@ export async function runCli(argv: string[]): Promise<number> {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (e) {
+    if (e instanceof InvalidArgumentError) {
+      // thrown by a parser called inside an action (e.g. parseId): commander never saw it
+      process.stderr.write(`leasehold: ${e.message}\n`);
+      return 2;
+    }
     if (e instanceof CommanderError) {
       // commander already printed its message (help and version exit 0)
       return e.exitCode === 0 ? 0 : 2;

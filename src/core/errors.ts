@@ -22,7 +22,8 @@ export type ErrorCode =
   | 'NOT_SUPPORTED'
   | 'TRANSIENT_STORAGE'
   | 'STORAGE'
-  | 'HANDLER_ERROR';
+  | 'HANDLER_ERROR'
+  | 'EFFECT_BUSY';
 
 export class LeaseholdError extends Error {
   readonly code: ErrorCode;

@@ -25,7 +25,8 @@
  *   given; attempts - 1 when uncountAttempt; last_error_code/last_error when error is given;
  *   clears locked_by, lease_token, locked_until; finished_at = now for succeeded/dead/cancelled
  *   (else null); and closes the attempt row with the same (job_id, lease_token): finished_at,
- *   duration_ms, outcome, error fields, retry_delay_ms.
+ *   duration_ms (= finished_at - started_at in whole milliseconds), outcome, error fields,
+ *   retry_delay_ms.
  * - retryJob: from queued/failed/dead/cancelled → queued, run_at = now, attempts = 0, lease and
  *   finished_at cleared. cancelJob: from queued/failed/running → cancelled, finished_at = now,
  *   lease cleared, last_error_code 'CANCELLED'; a running attempt row closes as 'cancelled'.
@@ -33,7 +34,9 @@
  * - reserveEffect, one transaction: 'lost' unless the job is running under this lease_token;
  *   no row → insert (key, job_id, lease_token, 'pending') → 'reserved'; a 'done' row →
  *   'done' with its result; a 'pending' row under this token → 'reserved'; a 'pending' row
- *   under another token (an attempt that died) → take it over → 'reserved'.
+ *   under another token whose job no longer runs under it (an attempt that died) → take it over
+ *   (job_id and lease_token become ours) → 'reserved'; a 'pending' row whose holder still runs
+ *   under its lease (another live job using the same key) → 'busy', nothing written.
  *   completeEffect: fenced the same way; pending row under this token → 'done' with result.
  * - pruneJobs deletes jobs (and their attempts) whose status is listed and whose finished_at is
  *   older than now - olderThanMs, at most `limit`. The effect ledger is never pruned with them.
@@ -219,7 +222,9 @@ export type EffectReservation =
   /** already done by some attempt: skip it, here is what it returned */
   | { state: 'done'; result: unknown }
   /** this attempt's lease no longer holds: do nothing */
-  | { state: 'lost' };
+  | { state: 'lost' }
+  /** another live attempt holds the key right now: try again later (the runtime retries the job) */
+  | { state: 'busy' };
 
 export interface EffectParams {
   key: string;
@@ -302,6 +307,7 @@ export interface Storage {
   reserveEffect(params: EffectParams): Promise<EffectReservation>;
   /** Mark done with its result; false when the lease (or the reservation) is gone. */
   completeEffect(params: EffectParams & { result: unknown }): Promise<boolean>;
+  /** Newest first. */
   listEffects(params: { jobId?: string; limit: number }): Promise<EffectRow[]>;
   countEffects(): Promise<number>;
 
@@ -309,7 +315,15 @@ export interface Storage {
   registerWorker(info: WorkerInfo): Promise<void>;
   heartbeatWorker(id: string): Promise<void>;
   removeWorker(id: string): Promise<void>;
+  /** Oldest registration first. */
   listWorkers(): Promise<WorkerRow[]>;
   /** Forget workers silent for longer than this; returns how many. */
   pruneWorkers(params: { silentForMs: number }): Promise<number>;
+
+  /**
+   * Present when `capabilities.listenNotify`: calls `onWake` soon after jobs become due through
+   * another connection or process (enqueue, retry), so idle workers need not wait for their
+   * poll. Reconnects by itself; polling stays the backstop. Resolves to an unsubscribe.
+   */
+  subscribe?(onWake: () => void): Promise<() => Promise<void>>;
 }

@@ -8,6 +8,7 @@ import {
   AbortReason,
   DEFAULT_RETRY_POLICY,
   LeaseLostError,
+  LeaseholdError,
   PermanentFailure,
   decideFinish,
   errorInfo,
@@ -132,6 +133,9 @@ export class Attempt {
         const params = { key, jobId: lease.id, leaseToken: lease.leaseToken };
         const r = await this.deps.storage.reserveEffect(params);
         if (r.state === 'lost') throw new LeaseLostError(this.job.id, `effect ${key}`);
+        // Another live job holds this key right now; fail this attempt so it retries and then
+        // finds the effect done (or free), rather than running the effect twice.
+        if (r.state === 'busy') throw new LeaseholdError('EFFECT_BUSY', `effect ${key} is being performed by another job right now`);
         if (r.state === 'done') {
           log.info({ event: 'effect.skipped', key }, 'effect already recorded; skipped');
           return r.result as T;

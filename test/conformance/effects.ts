@@ -68,6 +68,20 @@ export function effectTests(h: ConformanceHarness): void {
       assert.equal(rows.length, 1, 'one row per key');
     });
 
+    it('a key pending under another live job is busy, not taken over; free again once that job ends', async () => {
+      const s = db.storage;
+      const a = await insertAndClaim(s);
+      const b = await insertAndClaim(s);
+      const key = uniq('eff');
+      assert.deepEqual(await s.reserveEffect({ key, jobId: a.id, leaseToken: a.leaseToken }), { state: 'reserved' });
+      assert.deepEqual(await s.reserveEffect({ key, jobId: b.id, leaseToken: b.leaseToken }), { state: 'busy' });
+      const [row] = await s.listEffects({ jobId: a.id, limit: 10 });
+      assert.equal(row?.jobId, a.id, 'still held by the first job');
+      await finish(s, a, { status: 'failed', runAfterMs: 60_000, attempt: { outcome: 'failed' } });
+      assert.deepEqual(await s.reserveEffect({ key, jobId: b.id, leaseToken: b.leaseToken }), { state: 'reserved' }, 'holder gone: taken over');
+      assert.equal(await s.completeEffect({ key, jobId: b.id, leaseToken: b.leaseToken, result: 'b' }), true);
+    });
+
     it('completeEffect is fenced: stale token after a re-claim, or no reservation, is rejected', async () => {
       const s = db.storage;
       const c1 = await insertAndClaim(s);

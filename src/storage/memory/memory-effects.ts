@@ -29,7 +29,11 @@ export function reserveEffect(t: MemoryTables, p: EffectParams, now: Date): Effe
     return { state: 'reserved' };
   }
   if (row.state === 'done') return { state: 'done', result: effectOut(row).result };
-  // pending: ours already, or left by an attempt whose lease is gone → take it over
+  if (row.leaseToken !== p.leaseToken) {
+    // pending under another token: busy while that attempt still runs, else take it over
+    const holder = t.jobs.get(row.jobId);
+    if (holder !== undefined && holder.status === 'running' && holder.leaseToken === row.leaseToken) return { state: 'busy' };
+  }
   row.jobId = p.jobId;
   row.leaseToken = p.leaseToken;
   return { state: 'reserved' };

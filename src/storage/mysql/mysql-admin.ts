@@ -98,7 +98,10 @@ export async function reserveEffectOn(c: Queryable, sql: MysqlSql, p: EffectPara
     }
   }
   if (row.state === 'done') return { state: 'done', result: fromJsonText(row.result) };
-  if (row.lease_token !== p.leaseToken) await exec(c, sql.takeOverEffect, [jobId, p.leaseToken, p.key]);
+  // pending under another token: take over if that attempt is gone; busy while it still runs
+  if (row.lease_token !== p.leaseToken && (await exec(c, sql.takeOverEffect, [jobId, p.leaseToken, p.key])).affectedRows === 0) {
+    return { state: 'busy' };
+  }
   return { state: 'reserved' };
 }
 

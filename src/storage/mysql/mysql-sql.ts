@@ -149,7 +149,8 @@ export function mysqlSql(prefix: string) {
     /** Reserve a never-seen key for this lease. */
     insertEffect: `INSERT INTO ${effects} (effect_key, job_id, lease_token, state, created_at) VALUES (?, ?, ?, 'pending', ${NOW})`,
     /** Take over a pending reservation left by another lease. */
-    takeOverEffect: `UPDATE ${effects} SET job_id = ?, lease_token = ? WHERE effect_key = ? AND state = 'pending'`,
+    takeOverEffect: `UPDATE ${effects} e SET e.job_id = ?, e.lease_token = ? WHERE e.effect_key = ? AND e.state = 'pending'
+      AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.id = e.job_id AND j.lease_token = e.lease_token AND j.status = 'running')`,
     /** Mark a reservation of this lease done, with its result. */
     completeEffect: `UPDATE ${effects} SET state = 'done', result = ?, done_at = ${NOW}
       WHERE effect_key = ? AND lease_token = ? AND state = 'pending'`,

@@ -20,8 +20,10 @@ export function reserveEffect(c: SqliteDb, now: number, p: EffectParams): Effect
       return { state: 'reserved' };
     }
     if (row.state === 'done') return { state: 'done', result: parseJsonOrUndefined(row.result) };
-    // pending under another token: that attempt's lease no longer holds (ours does), take over
-    if (row.lease_token !== p.leaseToken) c.stmt(EFFECT_SQL.takeOver).run({ key: p.key, jobId, leaseToken: p.leaseToken });
+    // pending under another token: take over if that attempt is gone; busy while it still runs
+    if (row.lease_token !== p.leaseToken && c.stmt(EFFECT_SQL.takeOver).run({ key: p.key, jobId, leaseToken: p.leaseToken }).changes === 0) {
+      return { state: 'busy' };
+    }
     return { state: 'reserved' };
   });
 }

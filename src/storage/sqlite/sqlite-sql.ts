@@ -136,9 +136,10 @@ export const EFFECT_SQL = {
   // reserve a new effect for this attempt
   insert: `INSERT INTO {p}effects (key, job_id, lease_token, state, created_at)
     VALUES (@key, @jobId, @leaseToken, 'pending', @now)`,
-  // take over a pending effect left by an attempt whose lease no longer holds
+  // take over a pending effect, only if its holder no longer runs under the lease it reserved with
   takeOver: `UPDATE {p}effects SET job_id = @jobId, lease_token = @leaseToken
-    WHERE key = @key AND state = 'pending'`,
+    WHERE key = @key AND state = 'pending' AND NOT EXISTS (SELECT 1 FROM {p}jobs j
+      WHERE j.id = {p}effects.job_id AND j.lease_token = {p}effects.lease_token AND j.status = 'running')`,
   // mark a pending effect reserved under this lease as done, with its result
   complete: `UPDATE {p}effects SET state = 'done', result = @result, done_at = @now
     WHERE key = @key AND lease_token = @leaseToken AND state = 'pending'`,
