@@ -9,6 +9,7 @@ import {
   DEFAULT_RETRY_POLICY,
   LeaseLostError,
   LeaseholdError,
+  NotSupportedError,
   PermanentFailure,
   decideFinish,
   errorInfo,
@@ -40,6 +41,8 @@ export class Attempt {
   #timeout: NodeJS.Timeout | undefined;
   #maxRuntime: NodeJS.Timeout | undefined;
   #graceMs: number;
+  /** success already written in the caller's transaction: nothing left to record */
+  #succeededInTx = false;
 
   constructor(
     readonly job: ClaimedJob,
@@ -129,6 +132,15 @@ export class Attempt {
         this.#armTimeout();
         if (!(await this.deps.renew(this))) throw new LeaseLostError(this.job.id, 'heartbeat');
       },
+      succeedInTransaction: async (tx: unknown) => {
+        if (!this.deps.storage.capabilities.transactionalEnqueue) {
+          throw new NotSupportedError('completing a job inside your transaction', this.deps.storage.dialect);
+        }
+        const params = { id: lease.id, leaseToken: lease.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } };
+        const [r] = await this.deps.storage.finishJobs([params], { tx });
+        if (!r?.applied) throw new LeaseLostError(this.job.id, 'completion');
+        this.#succeededInTx = true;
+      },
       once: async <T>(key: string, fn: () => T | Promise<T>): Promise<T> => {
         const params = { key, jobId: lease.id, leaseToken: lease.leaseToken };
         const r = await this.deps.storage.reserveEffect(params);
@@ -153,6 +165,10 @@ export class Attempt {
   async #record(log: Logger, result: AttemptResult): Promise<string> {
     const policy: RetryPolicy = this.def.retry ?? DEFAULT_RETRY_POLICY;
     const decision = decideFinish(this.job, result, policy, this.deps.random);
+    if (this.#succeededInTx && result.kind === 'success') {
+      log.info({ event: 'job.succeeded', outcome: 'succeeded', durationMs: Date.now() - this.startedAt, inTransaction: true }, 'job succeeded (recorded in the handler\'s transaction)');
+      return 'succeeded';
+    }
     let res: FinishResult;
     try {
       res = await this.deps.finish({ id: this.job.id, leaseToken: this.job.leaseToken, ...decision });

@@ -21,6 +21,14 @@ export interface JobContext {
    * recorded result instead. The record is fenced by this attempt's lease.
    */
   once<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * Record this attempt's success inside your own transaction (storages with
+   * `capabilities.transactionalEnqueue`): the fenced finish runs on `tx`, so your writes and the
+   * job's completion commit together, or neither does. Throws `LeaseLostError` when the lease is
+   * gone — roll back then. If your transaction rolls back anyway, the lease lapses and the job
+   * is retried.
+   */
+  succeedInTransaction(tx: unknown): Promise<void>;
   readonly log: Logger;
 }
 

@@ -76,14 +76,19 @@ export class Sweeper {
     for (let i = 0; i < maxBatches; i++) {
       const expired = await this.storage.findExpiredLeases({ limit: SWEEP_BATCH });
       if (expired.length === 0) break;
-      const params = expired.map((lease) => {
+      // Only types this worker has definitions for: without one it cannot know the type's
+      // onLeaseExpired ('fail' for non-idempotent work) or retry policy. A job can only have
+      // been claimed by a worker that handles its type; such a worker's sweeper rescues it.
+      const known = expired.filter((lease) => this.registry.get(lease.type) !== undefined);
+      if (known.length === 0) break;
+      const params = known.map((lease) => {
         const def = this.registry.get(lease.type);
         return { id: lease.id, leaseToken: lease.leaseToken, ...decideRescue(lease, def?.onLeaseExpired ?? 'retry', def?.retry ?? DEFAULT_RETRY_POLICY, this.random) };
       });
       const results = await this.storage.finishJobs(params);
       results.forEach((r, j) => {
         const p = params[j];
-        const lease = expired[j];
+        const lease = known[j];
         if (!r.applied || !p || !lease) return;
         rescued++;
         this.log.warn(

@@ -83,6 +83,7 @@ export class Worker {
   #state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   #loop: Promise<void> | null = null;
   #exitWhenIdle = false;
+  #unsubscribe: (() => Promise<void>) | undefined;
   #outcomes: Record<string, number> = {};
   readonly #onEnqueued = () => this.#wake.wake();
   readonly #onCancelled = (e: Event) => this.#running.get((e as CustomEvent<string>).detail)?.abort(new Reason('CANCELLED', 'job was cancelled by an operator'));
@@ -129,6 +130,10 @@ export class Worker {
     const bus = LocalBus.for(this.#storage);
     bus.addEventListener('enqueued', this.#onEnqueued);
     bus.addEventListener('cancelled', this.#onCancelled);
+    if (this.#storage.subscribe) {
+      // Pushed wake-ups (LISTEN/NOTIFY) from other processes; polling stays the backstop.
+      this.#unsubscribe = await this.#storage.subscribe(() => this.#wake.wake());
+    }
     this.#heartbeater.start();
     this.#sweeper?.start();
     this.log.info({ event: 'worker.started', concurrency: this.#concurrency, queues: this.#queues, types: this.registry.types, leaseMs: this.#leaseMs }, 'worker started');
@@ -177,6 +182,7 @@ export class Worker {
     const until = Date.now() + deadlineMs;
     const bus = LocalBus.for(this.#storage);
     bus.removeEventListener('enqueued', this.#onEnqueued);
+    await this.#unsubscribe?.().catch(() => {});
     this.#wake.wake();
     await this.#loop;
     const unstarted = this.#buffer.splice(0).map((b) => b.job);
