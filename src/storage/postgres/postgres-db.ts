@@ -1,0 +1,43 @@
+/**
+ * The two ways the adapter talks to the server: one statement (autocommit on the pool, or on
+ * the caller's transaction client), or a short transaction of our own on one pooled
+ * connection. Driver errors leave here classified (postgres-errors.ts).
+ */
+import type pg from 'pg';
+import { classifyPgError, isTransientPgError } from './postgres-errors.js';
+import type { Queryable, Row } from './postgres-rows.js';
+
+/** Run one statement and return its rows. */
+export async function query(on: Queryable, what: string, text: string, params: unknown[] = []): Promise<Row[]> {
+  try {
+    const res = await on.query(text, params);
+    return res.rows as Row[];
+  } catch (e) {
+    throw classifyPgError(e, what);
+  }
+}
+
+/** Run `fn` in BEGIN … COMMIT on one pooled connection; a broken connection is discarded. */
+export async function transaction<T>(pool: pg.Pool, what: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (e) {
+    throw classifyPgError(e, what);
+  }
+  let broken = false;
+  try {
+    await client.query('BEGIN');
+    const out = await fn(client);
+    await client.query('COMMIT');
+    return out;
+  } catch (e) {
+    broken = isTransientPgError(e);
+    await client.query('ROLLBACK').catch(() => {
+      broken = true;
+    });
+    throw classifyPgError(e, what);
+  } finally {
+    client.release(broken);
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * Versioned, forward-only migrations for PostgreSQL. The version numbers mean the same thing in
+ * every dialect (1 = the initial schema of jobs, attempts, effects and workers). Each entry's
+ * `sql` is a function of the quoted schema name, so several leasehold installations can share
+ * one database. `migrate()` runs them in one transaction under an advisory lock (see
+ * postgres-storage.ts), so two processes migrating at once apply each version exactly once.
+ */
+
+export interface PostgresMigration {
+  version: number;
+  name: string;
+  /** `s` is the already-quoted schema name, e.g. `"leasehold"` */
+  sql: (s: string) => string;
+}
+
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
+  {
+    version: 1,
+    name: 'initial schema: jobs, job_attempts, effects, workers',
+    sql: (s) => `
+-- jobs: one row per job; the due/running partial indexes below keep claim and sweep fast
+CREATE TABLE ${s}.jobs (
+  id               bigserial PRIMARY KEY,
+  queue            text        NOT NULL,
+  type             text        NOT NULL,
+  payload          json        NOT NULL DEFAULT 'null'::json,
+  status           text        NOT NULL DEFAULT 'queued'
+                   CHECK (status IN ('queued','running','succeeded','failed','dead','cancelled')),
+  priority         integer     NOT NULL DEFAULT 0,
+  run_at           timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
+  attempts         integer     NOT NULL DEFAULT 0,
+  max_attempts     integer     NOT NULL,
+  idempotency_key  text,
+  locked_by        text,
+  lease_token      text,
+  locked_until     timestamptz(3),
+  heartbeat_at     timestamptz(3),
+  started_at       timestamptz(3),
+  finished_at      timestamptz(3),
+  last_error_code  text,
+  last_error       text,
+  timeout_ms       bigint      NOT NULL,
+  max_runtime_ms   bigint      NOT NULL,
+  created_at       timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
+  updated_at       timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now())
+);
+-- claim order over due rows only, so finished rows never enter the claim's index scan
+CREATE INDEX jobs_due_idx ON ${s}.jobs (priority, run_at, id) WHERE status IN ('queued','failed');
+-- the sweeper's lookup of expired leases, over running rows only
+CREATE INDEX jobs_running_lease_idx ON ${s}.jobs (locked_until, id) WHERE status = 'running';
+-- at most one job per idempotency key
+CREATE UNIQUE INDEX jobs_idempotency_key_idx ON ${s}.jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
+-- retention pruning of finished rows
+CREATE INDEX jobs_finished_at_idx ON ${s}.jobs (finished_at) WHERE finished_at IS NOT NULL;
+
+-- job_attempts: one history row per attempt, closed by the fenced finish of its lease
+CREATE TABLE ${s}.job_attempts (
+  id              bigserial PRIMARY KEY,
+  job_id          bigint      NOT NULL REFERENCES ${s}.jobs (id) ON DELETE CASCADE,
+  attempt         integer     NOT NULL,
+  worker_id       text        NOT NULL,
+  lease_token     text        NOT NULL,
+  started_at      timestamptz(3) NOT NULL,
+  finished_at     timestamptz(3),
+  duration_ms     bigint,
+  outcome         text        NOT NULL,
+  error_code      text,
+  error_message   text,
+  error_stack     text,
+  retry_delay_ms  bigint
+);
+-- the finish closes "this lease's attempt" by (job_id, lease_token)
+CREATE INDEX job_attempts_job_lease_idx ON ${s}.job_attempts (job_id, lease_token);
+
+-- effects: the ctx.once ledger; never pruned with jobs, so no foreign key to them
+CREATE TABLE ${s}.effects (
+  key          text PRIMARY KEY,
+  job_id       bigint      NOT NULL,
+  lease_token  text        NOT NULL,
+  state        text        NOT NULL CHECK (state IN ('pending','done')),
+  result       json,
+  created_at   timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
+  done_at      timestamptz(3)
+);
+-- listing a job's effects
+CREATE INDEX effects_job_id_idx ON ${s}.effects (job_id);
+
+-- workers: who is alive, for the dashboard and faster rescue
+CREATE TABLE ${s}.workers (
+  id            text PRIMARY KEY,
+  host          text        NOT NULL,
+  pid           integer     NOT NULL,
+  version       text        NOT NULL,
+  queues        jsonb,
+  types         jsonb       NOT NULL,
+  started_at    timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
+  heartbeat_at  timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now())
+);
+`,
+  },
+];
+
+/** The newest schema version this code knows. */
+export const POSTGRES_SCHEMA_VERSION = Math.max(...POSTGRES_MIGRATIONS.map((m) => m.version));

@@ -1,0 +1,158 @@
+/**
+ * Row mapping between PostgreSQL and the storage contract's shapes, plus the checks on what
+ * callers hand in (schema name, transaction handle, ids). node-postgres returns
+ * bigint as string (kept for ids, converted for counts and durations), timestamptz as Date and
+ * jsonb already parsed.
+ */
+import type pg from 'pg';
+import { ValidationError } from '../../core/errors.js';
+import type { AttemptOutcome, JobStatus } from '../../core/status.js';
+import type { AttemptRow, EffectRow, ExpiredLease, JobCount, JobRow, WorkerRow } from '../../core/storage.js';
+
+export type Row = Record<string, unknown>;
+
+export type Queryable = Pick<pg.ClientBase, 'query'>;
+
+/** Validate and double-quote a schema name; only plain lower-case identifiers are accepted. */
+export function quoteSchema(schema: string): string {
+  if (!/^[a-z_][a-z0-9_]*$/.test(schema) || schema.length > 63) {
+    throw new ValidationError('INVALID_OPTION', `invalid PostgreSQL schema name "${schema}": use lower-case letters, digits and _ (at most 63, not starting with a digit)`);
+  }
+  return `"${schema}"`;
+}
+
+/** The caller's transaction handle, checked to be a connected client (not a pool). */
+export function txClient(tx: unknown): Queryable | undefined {
+  if (tx === undefined || tx === null) return undefined;
+  const c = tx as { query?: unknown; totalCount?: unknown };
+  if (typeof c.query !== 'function' || 'totalCount' in c) {
+    throw new ValidationError('INVALID_OPTION', 'tx must be a pg.Client or pg.PoolClient inside your open transaction (not a pool)');
+  }
+  return tx as Queryable;
+}
+
+const MAX_BIGINT = 9223372036854775807n;
+
+/** A job/attempt id the database can hold, or null for anything else (then: "no such row"). */
+export function validId(id: unknown): string | null {
+  if (typeof id !== 'string' || !/^[0-9]{1,19}$/.test(id)) return null;
+  return BigInt(id) <= MAX_BIGINT ? String(BigInt(id)) : null;
+}
+
+function date(v: unknown): Date {
+  return v instanceof Date ? v : new Date(String(v));
+}
+
+function dateOrNull(v: unknown): Date | null {
+  return v === null || v === undefined ? null : date(v);
+}
+
+function str(v: unknown): string {
+  return String(v);
+}
+
+function strOrNull(v: unknown): string | null {
+  return v === null || v === undefined ? null : String(v);
+}
+
+function num(v: unknown): number {
+  return Number(v);
+}
+
+function numOrNull(v: unknown): number | null {
+  return v === null || v === undefined ? null : Number(v);
+}
+
+/** Text for people (error messages, stacks): PostgreSQL text cannot hold NUL, so it becomes U+FFFD. */
+export function safeText(s: string | null | undefined): string | null {
+  return s == null ? null : s.replace(/\0/g, '\uFFFD');
+}
+
+/** JSON text for a json parameter; `undefined` is stored as JSON null. */
+export function jsonParam(v: unknown): string {
+  return JSON.stringify(v) ?? 'null';
+}
+
+export function toJobRow(r: Row): JobRow {
+  return {
+    id: str(r.id),
+    queue: str(r.queue),
+    type: str(r.type),
+    payload: r.payload,
+    status: r.status as JobStatus,
+    priority: num(r.priority),
+    runAt: date(r.run_at),
+    attempts: num(r.attempts),
+    maxAttempts: num(r.max_attempts),
+    idempotencyKey: strOrNull(r.idempotency_key),
+    lockedBy: strOrNull(r.locked_by),
+    leaseToken: strOrNull(r.lease_token),
+    lockedUntil: dateOrNull(r.locked_until),
+    heartbeatAt: dateOrNull(r.heartbeat_at),
+    startedAt: dateOrNull(r.started_at),
+    finishedAt: dateOrNull(r.finished_at),
+    lastErrorCode: strOrNull(r.last_error_code),
+    lastError: strOrNull(r.last_error),
+    timeoutMs: num(r.timeout_ms),
+    maxRuntimeMs: num(r.max_runtime_ms),
+    createdAt: date(r.created_at),
+    updatedAt: date(r.updated_at),
+  };
+}
+
+export function toAttemptRow(r: Row): AttemptRow {
+  return {
+    id: str(r.id),
+    jobId: str(r.job_id),
+    attempt: num(r.attempt),
+    workerId: str(r.worker_id),
+    leaseToken: str(r.lease_token),
+    startedAt: date(r.started_at),
+    finishedAt: dateOrNull(r.finished_at),
+    durationMs: numOrNull(r.duration_ms),
+    outcome: r.outcome as AttemptOutcome,
+    errorCode: strOrNull(r.error_code),
+    errorMessage: strOrNull(r.error_message),
+    errorStack: strOrNull(r.error_stack),
+    retryDelayMs: numOrNull(r.retry_delay_ms),
+  };
+}
+
+export function toEffectRow(r: Row): EffectRow {
+  return {
+    key: str(r.key),
+    jobId: str(r.job_id),
+    state: r.state as 'pending' | 'done',
+    result: r.result ?? null,
+    createdAt: date(r.created_at),
+    doneAt: dateOrNull(r.done_at),
+  };
+}
+
+export function toWorkerRow(r: Row): WorkerRow {
+  return {
+    id: str(r.id),
+    host: str(r.host),
+    pid: num(r.pid),
+    version: str(r.version),
+    queues: (r.queues ?? null) as string[] | null,
+    types: (r.types ?? []) as string[],
+    startedAt: date(r.started_at),
+    heartbeatAt: date(r.heartbeat_at),
+  };
+}
+
+export function toExpiredLease(r: Row): ExpiredLease {
+  return {
+    id: str(r.id),
+    type: str(r.type),
+    leaseToken: str(r.lease_token),
+    lockedBy: strOrNull(r.locked_by),
+    attempts: num(r.attempts),
+    maxAttempts: num(r.max_attempts),
+  };
+}
+
+export function toJobCount(r: Row): JobCount {
+  return { queue: str(r.queue), type: str(r.type), status: r.status as JobStatus, count: num(r.count), due: num(r.due) };
+}

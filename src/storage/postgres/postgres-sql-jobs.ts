@@ -1,0 +1,168 @@
+/**
+ * The hot-path SQL for jobs: insert, claim, heartbeat, finish, find expired leases. Each
+ * statement is one round trip and atomic on its own (data-modifying CTEs), and starts with a
+ * one-line `--` header saying what it does (it also shows in pg_stat_activity and logs).
+ * Every time decision uses the database clock `now()`; callers pass durations in ms.
+ * `s` is the quoted schema name (validated and quoted by postgres-storage.ts).
+ */
+
+/** A fresh lease token: 128 bits, hex, from two v4 UUIDs (244 random bits) folded by md5. */
+export const LEASE_TOKEN_SQL = 'md5(gen_random_uuid()::text || gen_random_uuid()::text)';
+
+/** The database clock at millisecond precision, the precision of a JS Date: values written
+ * and compared are exactly what callers read back. */
+export const NOW = "date_trunc('milliseconds', now())";
+
+/** SQL for `ms` milliseconds (a float8 parameter or expression) as an interval. */
+const ms = (expr: string): string => `(${expr} * interval '1 millisecond')`;
+
+export function jobsSql(s: string) {
+  return {
+    /**
+     * $1 queues, $2 types, $3 payload json texts, $4 priorities, $5 run_at (null = use delay),
+     * $6 run_after_ms, $7 max_attempts, $8 idempotency keys, $9 timeout_ms, $10 max_runtime_ms,
+     * $11 notify channel, $12 notify payload. One output row per input item, in input order;
+     * `id` is null where a duplicate idempotency key skipped the item.
+     */
+    insert: `-- leasehold insert: add a batch of queued jobs (duplicate idempotency keys skipped), notify if any is due now
+WITH input AS MATERIALIZED (
+  SELECT nextval('${s}.jobs_id_seq'::regclass) AS new_id, u.*
+  FROM unnest($1::text[], $2::text[], $3::json[], $4::int[], $5::timestamptz[], $6::float8[],
+              $7::int[], $8::text[], $9::bigint[], $10::bigint[])
+       WITH ORDINALITY AS u(queue, type, payload, priority, run_at, run_after_ms,
+                            max_attempts, idempotency_key, timeout_ms, max_runtime_ms, ord)
+), ins AS (
+  INSERT INTO ${s}.jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts,
+                         idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at)
+  SELECT new_id, queue, type, payload, 'queued', priority,
+         coalesce(run_at, ${NOW} + ${ms('run_after_ms')}), 0, max_attempts,
+         idempotency_key, timeout_ms, max_runtime_ms, ${NOW}, ${NOW}
+  FROM input ORDER BY ord
+  ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+  RETURNING *
+), woke AS (
+  SELECT pg_notify($11, $12) FROM (SELECT 1 FROM ins WHERE ins.run_at <= ${NOW} LIMIT 1) AS due
+)
+SELECT input.ord AS input_ord, (SELECT count(*) FROM woke) AS notified, ins.*
+FROM input LEFT JOIN ins ON ins.id = input.new_id
+ORDER BY input.ord`,
+
+    /** $1 idempotency keys */
+    byIdempotencyKeys: `-- leasehold insert (duplicates): read the existing jobs holding these idempotency keys
+SELECT * FROM ${s}.jobs WHERE idempotency_key = ANY($1::text[])`,
+
+    /**
+     * $1 worker id, $2 types, $3 queues (null = all), $4 limit, $5 lease ms. The inner SELECT is
+     * the one the partial index jobs_due_idx serves (see `claimPick` for EXPLAIN).
+     */
+    claim: `-- leasehold claim: lease up to $4 due jobs in claim order, skipping rows other claimers hold, and open an attempt row for each
+WITH picked AS (
+  SELECT id FROM ${s}.jobs
+  WHERE status IN ('queued','failed') AND run_at <= ${NOW}
+    AND type = ANY($2::text[]) AND ($3::text[] IS NULL OR queue = ANY($3::text[]))
+  ORDER BY priority, run_at, id
+  LIMIT $4::int
+  FOR UPDATE SKIP LOCKED
+), claimed AS (
+  UPDATE ${s}.jobs j
+  SET status = 'running', locked_by = $1::text, lease_token = ${LEASE_TOKEN_SQL},
+      locked_until = ${NOW} + ${ms('$5::float8')}, heartbeat_at = ${NOW}, started_at = ${NOW},
+      attempts = j.attempts + 1, updated_at = ${NOW}
+  FROM picked WHERE j.id = picked.id
+  RETURNING j.*
+), opened AS (
+  INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, outcome)
+  SELECT id, attempts, locked_by, lease_token, started_at, 'running' FROM claimed
+)
+SELECT * FROM claimed ORDER BY priority, run_at, id`,
+
+    /** $1 types, $2 queues, $3 limit: the claim's row selection alone, for EXPLAIN in tests. */
+    claimPick: `-- leasehold claim (selection only): the due rows a claim would lock, in claim order
+SELECT id FROM ${s}.jobs
+WHERE status IN ('queued','failed') AND run_at <= ${NOW}
+  AND type = ANY($1::text[]) AND ($2::text[] IS NULL OR queue = ANY($2::text[]))
+ORDER BY priority, run_at, id
+LIMIT $3::int
+FOR UPDATE SKIP LOCKED`,
+
+    /**
+     * $1 ids, $2 tokens, $3 lease ms. Returns the input positions (1-based) of lost leases.
+     * `locked` takes the row locks in id order, so batches over the same rows in different
+     * orders (heartbeats, finishes, rescues) wait for each other instead of deadlocking.
+     */
+    heartbeat: `-- leasehold heartbeat: extend the leases still held (id + token + running); return the positions of the others
+WITH input AS (
+  SELECT * FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS u(id, token, ord)
+), locked AS (
+  SELECT id FROM ${s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
+), extended AS (
+  UPDATE ${s}.jobs j
+  SET locked_until = ${NOW} + ${ms('$3::float8')}, heartbeat_at = ${NOW}, updated_at = ${NOW}
+  FROM input i JOIN locked l ON l.id = i.id
+  WHERE j.id = i.id AND j.lease_token = i.token AND j.status = 'running'
+  RETURNING i.ord
+)
+SELECT i.ord FROM input i WHERE i.ord NOT IN (SELECT ord FROM extended) ORDER BY i.ord`,
+
+    /**
+     * $1 ids. A separate statement on purpose: its snapshot is taken after the heartbeat waited
+     * out any concurrent finish, so a lease lost to a rescue reports the rescued status.
+     */
+    statuses: `-- leasehold heartbeat (lost leases): the current status of these jobs
+SELECT id::text AS id, status FROM ${s}.jobs WHERE id = ANY($1::bigint[])`,
+
+    /**
+     * $1 ids, $2 tokens, $3 statuses, $4 run_after_ms (null: keep run_at), $5 uncount attempt,
+     * $6 has error, $7 error codes, $8 error messages, $9 attempt outcomes, $10 attempt error
+     * codes, $11 attempt error messages, $12 attempt error stacks, $13 attempt retry delays,
+     * $14 only if expired, $15 notify channel, $16 notify payload. One row per item, in order.
+     * Row locks are taken in id order first (`locked`), as in `heartbeat`: no deadlocks.
+     */
+    finish: `-- leasehold finish: land each fenced outcome (id + token + running, expired if asked), close its attempt row, notify if a job is due again
+WITH input AS (
+  SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::bool[], $6::bool[],
+                       $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+                       $13::float8[], $14::bool[])
+       WITH ORDINALITY AS u(id, token, status, run_after_ms, uncount, has_error, error_code,
+                            error_message, att_outcome, att_error_code, att_error_message,
+                            att_error_stack, att_retry_delay_ms, only_if_expired, ord)
+), locked AS (
+  SELECT id FROM ${s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
+), upd AS (
+  UPDATE ${s}.jobs j
+  SET status = i.status,
+      run_at = CASE WHEN i.run_after_ms IS NULL THEN j.run_at ELSE ${NOW} + ${ms('i.run_after_ms')} END,
+      attempts = CASE WHEN i.uncount THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
+      last_error_code = CASE WHEN i.has_error THEN i.error_code ELSE j.last_error_code END,
+      last_error = CASE WHEN i.has_error THEN i.error_message ELSE j.last_error END,
+      locked_by = NULL, lease_token = NULL, locked_until = NULL,
+      finished_at = CASE WHEN i.status IN ('succeeded','dead','cancelled') THEN ${NOW} END,
+      updated_at = ${NOW}
+  FROM input i JOIN locked l ON l.id = i.id
+  WHERE j.id = i.id AND j.lease_token = i.token AND j.status = 'running'
+    AND (NOT i.only_if_expired OR j.locked_until < ${NOW})
+  RETURNING i.ord, j.id, i.token, j.status, j.run_at
+), closed AS (
+  UPDATE ${s}.job_attempts a
+  SET finished_at = ${NOW},
+      duration_ms = greatest(0, round(extract(epoch FROM ${NOW} - a.started_at) * 1000))::bigint,
+      outcome = i.att_outcome, error_code = i.att_error_code, error_message = i.att_error_message,
+      error_stack = i.att_error_stack, retry_delay_ms = round(i.att_retry_delay_ms)::bigint
+  FROM upd JOIN input i ON i.ord = upd.ord
+  WHERE a.job_id = upd.id AND a.lease_token = upd.token
+), woke AS (
+  SELECT pg_notify($15, $16)
+  FROM (SELECT 1 FROM upd WHERE upd.status IN ('queued','failed') AND upd.run_at <= ${NOW} LIMIT 1) AS due
+)
+SELECT i.ord, upd.id IS NOT NULL AS applied, (SELECT count(*) FROM woke) AS notified
+FROM input i LEFT JOIN upd ON upd.ord = i.ord
+ORDER BY i.ord`,
+
+    /** $1 limit */
+    findExpired: `-- leasehold sweep: running jobs whose lease has expired, oldest lease first
+SELECT id, type, lease_token, locked_by, attempts, max_attempts FROM ${s}.jobs
+WHERE status = 'running' AND locked_until < ${NOW}
+ORDER BY locked_until, id
+LIMIT $1::int`,
+  };
+}

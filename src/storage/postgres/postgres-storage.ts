@@ -1,0 +1,312 @@
+/**
+ * The PostgreSQL storage adapter on node-postgres. Every write is one statement (claims,
+ * finishes, heartbeats and inserts are batched through unnest arrays and data-modifying CTEs),
+ * so it is atomic without an explicit transaction. Two operations use a transaction of their
+ * own: `migrate()` (under an advisory lock) and `cancelJob()` (lock the row first, so a claim
+ * committing meanwhile has its attempt row closed too). `insertJobs` and `finishJobs` accept
+ * `{ tx }`: the caller's own `pg.PoolClient`/`pg.Client` inside their transaction, used as is
+ * (no BEGIN/COMMIT of ours), so the job exists, or the finish lands, iff their transaction
+ * commits. Enqueues, retries and finishes that make a job due now send
+ * `pg_notify(NOTIFY_CHANNEL, schema)` in the same transaction, delivered on commit;
+ * `subscribe()` listens for them on a dedicated connection (postgres-listener.ts).
+ */
+import pg from 'pg';
+import { LeaseholdError, SchemaTooNewError, TransientStorageError, ValidationError } from '../../core/errors.js';
+import type {
+  AttemptRow, Capabilities, ClaimedJob, ClaimParams, EffectParams, EffectReservation, EffectRow,
+  ExpiredLease, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, LeaseRef,
+  JobQuery, JobRow, MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
+} from '../../core/storage.js';
+import type { JobStatus } from '../../core/status.js';
+import { query, transaction } from './postgres-db.js';
+import { NOTIFY_CHANNEL, PgListener } from './postgres-listener.js';
+import { POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
+import { jsonParam, quoteSchema, safeText, toAttemptRow, toEffectRow, toExpiredLease, toJobCount, toJobRow, toWorkerRow, txClient, validId, type Queryable, type Row } from './postgres-rows.js';
+import { adminSql, migrationSql } from './postgres-sql-admin.js';
+import { jobsSql } from './postgres-sql-jobs.js';
+
+export { NOTIFY_CHANNEL };
+
+export interface PostgresStorageOptions {
+  /** e.g. postgres://user@host:5432/db; ignored when `pool` is given */
+  connectionString?: string;
+  /** your own pool; `close()` leaves it open */
+  pool?: pg.Pool;
+  /** schema holding leasehold's tables; default 'leasehold'; must match /^[a-z_][a-z0-9_]*$/ */
+  schema?: string;
+  /** size of the pool this adapter creates (default 10); follow the worker's concurrency */
+  poolSize?: number;
+}
+
+export class PostgresStorage implements Storage {
+  readonly dialect = 'postgres';
+  readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: true };
+  readonly schema: string;
+  readonly pool: pg.Pool;
+  private readonly ownsPool: boolean;
+  private readonly sql: ReturnType<typeof jobsSql>;
+  private readonly admin: ReturnType<typeof adminSql>;
+  private readonly mig: ReturnType<typeof migrationSql>;
+  private closing: Promise<void> | null = null;
+  private listener: PgListener | null = null;
+
+  constructor(opts: PostgresStorageOptions = {}) {
+    this.schema = opts.schema ?? 'leasehold';
+    const q = quoteSchema(this.schema);
+    this.sql = jobsSql(q);
+    this.admin = adminSql(q);
+    this.mig = migrationSql(q);
+    if (opts.pool) {
+      this.pool = opts.pool;
+      this.ownsPool = false;
+    } else {
+      if (!opts.connectionString) throw new ValidationError('INVALID_OPTION', 'postgresStorage needs a connectionString or a pool');
+      this.pool = new pg.Pool({ connectionString: opts.connectionString, max: opts.poolSize ?? 10, application_name: 'leasehold' });
+      // An idle client whose connection drops emits 'error' on the pool; without a listener that
+      // would crash the process. The next query gets a fresh connection (or a classified error).
+      this.pool.on('error', () => {});
+      this.ownsPool = true;
+    }
+  }
+
+  private run(what: string, text: string, params: unknown[] = [], on?: Queryable): Promise<Row[]> {
+    return query(on ?? this.pool, what, text, params);
+  }
+
+  async migrate(): Promise<MigrateResult> {
+    return transaction(this.pool, 'migrate', async (c) => {
+      const server = Number((await c.query(this.mig.serverVersion)).rows[0]?.v ?? 0);
+      if (server < 130000) throw new LeaseholdError('UNSUPPORTED_SERVER', `PostgreSQL ${server} is too old: leasehold needs 13 or newer (gen_random_uuid)`);
+      await c.query(this.mig.lock, [`leasehold.migrate.${this.schema}`]);
+      await c.query(this.mig.createSchema);
+      await c.query(this.mig.createLedger);
+      const from = Number((await c.query(this.mig.maxVersion)).rows[0]?.version ?? 0);
+      if (from > POSTGRES_SCHEMA_VERSION) throw new SchemaTooNewError(from, POSTGRES_SCHEMA_VERSION);
+      const applied: MigrateResult['applied'] = [];
+      for (const m of POSTGRES_MIGRATIONS.filter((x) => x.version > from)) {
+        await c.query(m.sql(quoteSchema(this.schema)));
+        await c.query(this.mig.record, [m.version, m.name]);
+        applied.push({ version: m.version, name: m.name });
+      }
+      return { from, to: Math.max(from, ...applied.map((a) => a.version)), applied };
+    });
+  }
+
+  async schemaVersion(): Promise<number> {
+    const [row] = await this.run('schemaVersion', this.mig.ledgerExists, [`${quoteSchema(this.schema)}.migrations`]);
+    if (!row?.present) return 0;
+    const [v] = await this.run('schemaVersion', this.mig.maxVersion);
+    return Number(v?.version ?? 0);
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.listener?.stop();
+      if (this.ownsPool) await this.pool.end();
+    })();
+    return this.closing;
+  }
+
+  /** Wake-ups over LISTEN on a dedicated connection (same settings as the pool's). */
+  subscribe(onWake: () => void): Promise<() => Promise<void>> {
+    const config = (this.pool as unknown as { options: pg.ClientConfig }).options;
+    this.listener ??= new PgListener({ ...config, application_name: `${config.application_name ?? 'leasehold'}-listener` }, this.schema);
+    return this.listener.subscribe(onWake);
+  }
+
+  async now(): Promise<Date> {
+    const [row] = await this.run('now', this.admin.now);
+    return row?.now as Date;
+  }
+
+  // --- jobs -------------------------------------------------------------------------------
+
+  async insertJobs(jobs: readonly NewJob[], opts?: { tx?: unknown }): Promise<InsertResult[]> {
+    const on = txClient(opts?.tx);
+    if (jobs.length === 0) return [];
+    const rows = await this.run('insertJobs', this.sql.insert, [
+      jobs.map((j) => j.queue), jobs.map((j) => j.type), jobs.map((j) => jsonParam(j.payload)),
+      jobs.map((j) => j.priority), jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.runAfterMs),
+      jobs.map((j) => j.maxAttempts), jobs.map((j) => j.idempotencyKey), jobs.map((j) => j.timeoutMs),
+      jobs.map((j) => j.maxRuntimeMs), NOTIFY_CHANNEL, this.schema,
+    ], on);
+    const out: (InsertResult | undefined)[] = rows.map((r) => (r.id == null ? undefined : { job: toJobRow(r), created: true }));
+    const missing = [...new Set(jobs.flatMap((j, i) => (out[i] ? [] : [j.idempotencyKey as string])))];
+    if (missing.length > 0) {
+      const existing = new Map<string, JobRow>();
+      for (const r of await this.run('insertJobs', this.sql.byIdempotencyKeys, [missing], on)) {
+        existing.set(String(r.idempotency_key), toJobRow(r));
+      }
+      jobs.forEach((j, i) => {
+        if (out[i]) return;
+        const job = existing.get(j.idempotencyKey as string);
+        // The conflicting row was deleted between the two statements (pruned): say "try again".
+        if (!job) throw new TransientStorageError(`postgres: job with idempotency key "${j.idempotencyKey}" vanished during insert; retry`);
+        out[i] = { job, created: false };
+      });
+    }
+    return out as InsertResult[];
+  }
+
+  async claimJobs(p: ClaimParams): Promise<ClaimedJob[]> {
+    if (p.limit <= 0 || p.types.length === 0) return [];
+    const rows = await this.run('claimJobs', this.sql.claim, [p.workerId, [...p.types], p.queues ? [...p.queues] : null, p.limit, p.leaseMs]);
+    return rows.map((r) => toJobRow(r) as ClaimedJob);
+  }
+
+  async heartbeat(p: HeartbeatParams): Promise<HeartbeatResult> {
+    const valid = p.leases.filter((l) => validId(l.id) !== null);
+    const lost = new Set<LeaseRef>(p.leases.filter((l) => validId(l.id) === null));
+    const status = new Map<string, JobStatus>();
+    if (valid.length > 0) {
+      const rows = await this.run('heartbeat', this.sql.heartbeat, [valid.map((l) => validId(l.id)), valid.map((l) => l.leaseToken), p.leaseMs]);
+      const lostValid = rows.map((r) => valid[Number(r.ord) - 1] as LeaseRef);
+      for (const l of lostValid) lost.add(l);
+      if (lostValid.length > 0) {
+        for (const r of await this.run('heartbeat', this.sql.statuses, [lostValid.map((l) => validId(l.id))])) status.set(String(r.id), r.status as JobStatus);
+      }
+    }
+    // in input order; a job that is gone reports null
+    return { lost: p.leases.filter((l) => lost.has(l)).map((l) => ({ id: l.id, status: status.get(validId(l.id) ?? '') ?? null })) };
+  }
+
+  async finishJobs(params: readonly FinishParams[], opts?: { tx?: unknown }): Promise<FinishResult[]> {
+    const on = txClient(opts?.tx);
+    const items = params.filter((f) => validId(f.id) !== null);
+    const applied = new Map<FinishParams, boolean>();
+    if (items.length > 0) {
+      const rows = await this.run('finishJobs', this.sql.finish, [
+        items.map((f) => validId(f.id)), items.map((f) => f.leaseToken), items.map((f) => f.status),
+        items.map((f) => f.runAfterMs ?? null), items.map((f) => f.uncountAttempt === true),
+        items.map((f) => f.error != null), items.map((f) => safeText(f.error?.code)), items.map((f) => safeText(f.error?.message)),
+        items.map((f) => f.attempt.outcome), items.map((f) => safeText(f.attempt.error?.code)),
+        items.map((f) => safeText(f.attempt.error?.message)), items.map((f) => safeText(f.attempt.error?.stack)),
+        items.map((f) => f.attempt.retryDelayMs ?? null), items.map((f) => f.onlyIfExpired === true),
+        NOTIFY_CHANNEL, this.schema,
+      ], on);
+      for (const r of rows) applied.set(items[Number(r.ord) - 1] as FinishParams, r.applied === true);
+    }
+    return params.map((f) => ({ id: f.id, applied: applied.get(f) ?? false }));
+  }
+
+  async findExpiredLeases(p: { limit: number }): Promise<ExpiredLease[]> {
+    if (p.limit <= 0) return [];
+    const rows = await this.run('findExpiredLeases', this.sql.findExpired, [p.limit]);
+    return rows.map(toExpiredLease);
+  }
+
+  async getJob(id: string): Promise<JobRow | null> {
+    const v = validId(id);
+    if (v === null) return null;
+    const [row] = await this.run('getJob', this.admin.getJob, [v]);
+    return row ? toJobRow(row) : null;
+  }
+
+  async listJobs(q: JobQuery): Promise<JobRow[]> {
+    let before: string | null = null;
+    if (q.beforeId !== undefined) {
+      before = validId(q.beforeId);
+      if (before === null) throw new ValidationError('INVALID_OPTION', `beforeId must be a job id, got "${q.beforeId}"`);
+    }
+    if (q.limit <= 0) return [];
+    const rows = await this.run('listJobs', this.admin.listJobs, [q.status ?? null, q.queue ?? null, q.type ?? null, before, q.limit]);
+    return rows.map(toJobRow);
+  }
+
+  async countJobs(): Promise<JobCount[]> {
+    const rows = await this.run('countJobs', this.admin.countJobs);
+    return rows.map(toJobCount);
+  }
+
+  async listAttempts(jobId: string): Promise<AttemptRow[]> {
+    const v = validId(jobId);
+    if (v === null) return [];
+    return (await this.run('listAttempts', this.admin.listAttempts, [v])).map(toAttemptRow);
+  }
+
+  async retryJob(id: string): Promise<{ job: JobRow | null; applied: boolean }> {
+    const v = validId(id);
+    if (v === null) return { job: null, applied: false };
+    const [row] = await this.run('retryJob', this.admin.retryJob, [v, NOTIFY_CHANNEL, this.schema]);
+    return row ? { job: toJobRow(row), applied: row.applied === true } : { job: null, applied: false };
+  }
+
+  async cancelJob(id: string): Promise<{ job: JobRow | null; applied: boolean }> {
+    const v = validId(id);
+    if (v === null) return { job: null, applied: false };
+    return transaction(this.pool, 'cancelJob', async (c) => {
+      const [locked] = await this.run('cancelJob', this.admin.lockJob, [v], c);
+      if (!locked) return { job: null, applied: false };
+      const [row] = await this.run('cancelJob', this.admin.cancelJob, [v, 'cancelled by an operator', locked.lease_token ?? null], c);
+      return row ? { job: toJobRow(row), applied: row.applied === true } : { job: null, applied: false };
+    });
+  }
+
+  async pruneJobs(p: PruneParams): Promise<number> {
+    if (p.limit <= 0 || p.statuses.length === 0) return 0;
+    const [row] = await this.run('pruneJobs', this.admin.pruneJobs, [[...p.statuses], p.olderThanMs, p.limit]);
+    return Number(row?.n ?? 0);
+  }
+
+  // --- effect ledger ------------------------------------------------------------------------
+
+  async reserveEffect(p: EffectParams): Promise<EffectReservation> {
+    const jobId = validId(p.jobId);
+    if (jobId === null) return { state: 'lost' };
+    for (let tries = 0; tries < 5; tries++) {
+      const [r] = await this.run('reserveEffect', this.admin.reserveEffect, [p.key, jobId, p.leaseToken]);
+      if (!r?.held) return { state: 'lost' };
+      if (r.reserved) return { state: 'reserved' };
+      const [e] = await this.run('reserveEffect', this.admin.getEffect, [p.key]);
+      if (e?.state === 'done') return { state: 'done', result: e.result ?? null };
+      // pending under another job that still runs under its lease: that attempt may be doing it
+      if (e?.state === 'pending') return { state: 'busy' };
+    }
+    throw new TransientStorageError(`postgres: effect "${p.key}" kept changing during reserveEffect; retry`);
+  }
+
+  async completeEffect(p: EffectParams & { result: unknown }): Promise<boolean> {
+    const jobId = validId(p.jobId);
+    if (jobId === null) return false;
+    return (await this.run('completeEffect', this.admin.completeEffect, [p.key, jobId, p.leaseToken, jsonParam(p.result)])).length > 0;
+  }
+
+  async listEffects(p: { jobId?: string; limit: number }): Promise<EffectRow[]> {
+    const jobId = p.jobId === undefined ? null : validId(p.jobId);
+    if ((p.jobId !== undefined && jobId === null) || p.limit <= 0) return [];
+    return (await this.run('listEffects', this.admin.listEffects, [jobId, p.limit])).map(toEffectRow);
+  }
+
+  async countEffects(): Promise<number> {
+    const [row] = await this.run('countEffects', this.admin.countEffects);
+    return Number(row?.n ?? 0);
+  }
+
+  // --- workers ------------------------------------------------------------------------------
+
+  async registerWorker(w: WorkerInfo): Promise<void> {
+    await this.run('registerWorker', this.admin.registerWorker, [w.id, w.host, w.pid, w.version, w.queues ? JSON.stringify(w.queues) : null, JSON.stringify(w.types)]);
+  }
+
+  async heartbeatWorker(id: string): Promise<void> {
+    await this.run('heartbeatWorker', this.admin.heartbeatWorker, [id]);
+  }
+
+  async removeWorker(id: string): Promise<void> {
+    await this.run('removeWorker', this.admin.removeWorker, [id]);
+  }
+
+  async listWorkers(): Promise<WorkerRow[]> {
+    return (await this.run('listWorkers', this.admin.listWorkers)).map(toWorkerRow);
+  }
+
+  async pruneWorkers(p: { silentForMs: number }): Promise<number> {
+    const [row] = await this.run('pruneWorkers', this.admin.pruneWorkers, [p.silentForMs]);
+    return Number(row?.n ?? 0);
+  }
+}
+
+/** Create a PostgreSQL storage from a connection string or your own pool. */
+export function postgresStorage(opts: PostgresStorageOptions): PostgresStorage {
+  return new PostgresStorage(opts);
+}
