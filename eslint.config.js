@@ -39,6 +39,11 @@ export default tseslint.config(
     rules: restrict([{ group: ['**/storage/*', '**/cli/*'], message: 'the dashboard uses the client admin API, never SQL' }]),
   },
   {
+    // plain JS scripts run on Node: its globals exist
+    files: ['**/*.js', '**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' } },
+  },
+  {
     files: ['test/**/*.ts', 'examples/**/*.ts', 'bench/**/*.ts', 'scripts/**'],
     rules: { 'max-lines': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
   },
