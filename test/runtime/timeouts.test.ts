@@ -1,0 +1,199 @@
+/**
+ * Bounds on one attempt: the inactivity timeout (reset by ctx.heartbeat), the max runtime
+ * (heartbeats or not), and a handler that ignores its abort signal (recorded as timed out,
+ * slot freed after the grace period with a warning, late result discarded).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { AbortReason } from '../../src/core/index.js';
+import { defineJob } from '../../src/runtime/job-definition.js';
+import { Harness, STORAGE_KINDS, sleep, waitFor } from './support.js';
+
+/** Resolves when the signal fires (a well-behaved long handler). */
+function untilAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+}
+
+for (const kind of STORAGE_KINDS) {
+  describe(`attempt bounds (${kind})`, () => {
+    let h: Harness;
+    before(async () => {
+      h = await Harness.open(kind);
+    });
+    after(() => h.close());
+
+    test('a handler that never resolves is aborted at its timeoutMs: TIMEOUT, attempt timed_out', async () => {
+      let reason: AbortReason | undefined;
+      let abortedAfterMs = -1;
+      const { client } = await h.serve([
+        defineJob({
+          type: 'hangs',
+          timeoutMs: 200,
+          maxRuntimeMs: 60_000,
+          maxAttempts: 1,
+          handler: async (_p, ctx) => {
+            const t0 = Date.now();
+            try {
+              await untilAborted(ctx.signal);
+            } finally {
+              abortedAfterMs = Date.now() - t0;
+              reason = ctx.signal.reason as AbortReason;
+            }
+          },
+        }),
+      ]);
+      const job = await client.enqueue('hangs', {});
+      const dead = await h.waitStatus(job.id, 'dead');
+      assert.equal(reason?.code, 'TIMEOUT');
+      assert.ok(abortedAfterMs >= 190 && abortedAfterMs < 1_500, `aborted after ${abortedAfterMs} ms, timeout is 200`);
+      assert.equal(dead.lastErrorCode, 'TIMEOUT');
+      const attempts = await h.client.listAttempts(job.id);
+      assert.deepEqual(attempts.map((a) => [a.outcome, a.errorCode]), [['timed_out', 'TIMEOUT']]);
+    });
+
+    test('a timed-out attempt with attempts left is retried', async () => {
+      let calls = 0;
+      const { client } = await h.serve([
+        defineJob({
+          type: 'hangs-once',
+          timeoutMs: 150,
+          maxAttempts: 2,
+          retry: { kind: 'fixed', delayMs: 10 },
+          handler: async (_p, ctx) => {
+            if (++calls === 1) await untilAborted(ctx.signal);
+          },
+        }),
+      ]);
+      const job = await client.enqueue('hangs-once', {});
+      await h.waitStatus(job.id, 'succeeded');
+      const attempts = await h.client.listAttempts(job.id);
+      assert.deepEqual(attempts.map((a) => [a.attempt, a.outcome, a.retryDelayMs]), [
+        [1, 'timed_out', 10],
+        [2, 'succeeded', null],
+      ]);
+    });
+
+    test('a handler that heartbeats forever is stopped at maxRuntimeMs: MAX_RUNTIME, attempt max_runtime', async () => {
+      let reason: AbortReason | undefined;
+      let ranMs = -1;
+      let beats = 0;
+      const { client } = await h.serve([
+        defineJob({
+          type: 'busy-forever',
+          timeoutMs: 150,
+          maxRuntimeMs: 600,
+          maxAttempts: 1,
+          handler: async (_p, ctx) => {
+            const t0 = Date.now();
+            try {
+              for (;;) {
+                await sleep(30);
+                await ctx.heartbeat();
+                beats++;
+              }
+            } finally {
+              ranMs = Date.now() - t0;
+              reason = ctx.signal.reason as AbortReason;
+            }
+          },
+        }),
+      ]);
+      const job = await client.enqueue('busy-forever', {});
+      const dead = await h.waitStatus(job.id, 'dead');
+      await waitFor(() => reason, 2_000, 'the handler to see its abort');
+      assert.equal(reason?.code, 'MAX_RUNTIME');
+      assert.ok(ranMs >= 590 && ranMs < 2_000, `stopped after ${ranMs} ms, max runtime is 600`);
+      assert.ok(beats > 5, 'it kept heartbeating past the 150 ms inactivity timeout');
+      assert.equal(dead.lastErrorCode, 'MAX_RUNTIME');
+      const attempts = await h.client.listAttempts(job.id);
+      assert.deepEqual(attempts.map((a) => a.outcome), ['max_runtime']);
+    });
+
+    test('ctx.heartbeat() resets the inactivity timeout: working past timeoutMs while heartbeating succeeds', async () => {
+      const { client } = await h.serve([
+        defineJob({
+          type: 'slow-but-alive',
+          timeoutMs: 200,
+          maxRuntimeMs: 30_000,
+          maxAttempts: 1,
+          handler: async (_p, ctx) => {
+            const until = Date.now() + 700;
+            while (Date.now() < until) {
+              await sleep(50);
+              await ctx.heartbeat();
+            }
+            return 'done';
+          },
+        }),
+      ]);
+      const job = await client.enqueue('slow-but-alive', {});
+      const done = await h.waitStatus(job.id, 'succeeded');
+      const [a] = await h.client.listAttempts(job.id);
+      assert.equal(a?.outcome, 'succeeded');
+      assert.ok((a?.durationMs ?? 0) >= 650, `ran ${a?.durationMs} ms, i.e. past its 200 ms timeout`);
+      assert.equal(done.attempts, 1);
+    });
+  });
+}
+
+describe('a handler that ignores its abort signal (memory)', () => {
+  let h: Harness;
+  before(async () => {
+    h = await Harness.open('memory');
+  });
+  after(() => h.close());
+
+  test('recorded as timed out, slot freed after abortGraceMs with job.abandoned, late result discarded', async () => {
+    let lateReturned = false;
+    let secondRanWhileFirstStillRunning: boolean | undefined;
+    const { client, worker } = await h.serve(
+      [
+        defineJob({
+          type: 'deaf',
+          timeoutMs: 150,
+          maxAttempts: 1,
+          handler: async () => {
+            await sleep(1_500); // never looks at ctx.signal
+            lateReturned = true;
+            return 'late success';
+          },
+        }),
+        defineJob({
+          type: 'next',
+          handler: () => {
+            secondRanWhileFirstStillRunning = !lateReturned;
+          },
+        }),
+      ],
+      { concurrency: 1, bufferSize: 0, abortGraceMs: 250 },
+    );
+    const deaf = await client.enqueue('deaf', {});
+    await h.waitStatus(deaf.id, 'running');
+    const next = await client.enqueue('next', {});
+
+    // Timed out at ~150 ms and recorded at once, while the handler is still sleeping.
+    const dead = await h.waitStatus(deaf.id, 'dead', 3_000);
+    assert.equal(lateReturned, false);
+    assert.equal(dead.lastErrorCode, 'TIMEOUT');
+    const abandoned = await h.waitEvent('job.abandoned', deaf.id, 3_000);
+    assert.equal(abandoned.level, 40, 'a warning');
+    assert.equal(abandoned.graceMs, 250);
+
+    // The only slot is free again: the second job runs before the first handler returns.
+    await h.waitStatus(next.id, 'succeeded', 3_000);
+    assert.equal(secondRanWhileFirstStillRunning, true);
+
+    // The late success changes nothing.
+    await waitFor(() => lateReturned, 3_000, 'the deaf handler to return');
+    await sleep(100);
+    const after = await h.client.getJob(deaf.id);
+    assert.equal(after.status, 'dead');
+    const attempts = await h.client.listAttempts(deaf.id);
+    assert.deepEqual(attempts.map((a) => a.outcome), ['timed_out']);
+    assert.equal(h.log.count('job.succeeded', deaf.id), 0);
+    assert.equal(worker.inFlight, 0);
+  });
+});
