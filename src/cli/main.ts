@@ -160,7 +160,10 @@ export async function runCli(argv: string[]): Promise<number> {
       process.stderr.write(`leasehold: ${e.message} [${e.code}]\n`);
       return 2;
     }
-    process.stderr.write(`leasehold: ${(e as Error).message}${isLeaseholdError(e) ? ` [${e.code}]` : ''}\n`);
+    const msg = (e as Error).message;
+    // An unmigrated database fails on its first query; say what to do about it.
+    const hint = /no such table|relation .* does not exist|Table .* doesn't exist/i.test(msg) ? ' (run `leasehold migrate` first)' : '';
+    process.stderr.write(`leasehold: ${msg}${isLeaseholdError(e) ? ` [${e.code}]` : ''}${hint}\n`);
     return 1;
   }
 }
