@@ -20,3 +20,8 @@ export { VERSION } from './runtime/version.js';
 export { Worker } from './runtime/worker.js';
 export type { DrainReport, StopReport, WorkerOptions } from './runtime/worker.js';
 export { DEFAULT_DB_URL, openStorage, parseDbUrl } from './storage/open.js';
+export { Locks, LockLostError, LockTimeoutError, createLocks } from './runtime/locks.js';
+export type { AcquireOptions, Lock, LockOptions } from './runtime/locks.js';
+export { Scheduler, syncSchedules, upsertSchedule } from './runtime/scheduler.js';
+export type { SchedulerOptions } from './runtime/scheduler.js';
+export { nextAfterFor, validateSchedule } from './runtime/cron.js';

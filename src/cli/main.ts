@@ -14,6 +14,7 @@ import { DEFAULT_DB_URL, openStorage } from '../storage/open.js';
 import { jobDetail, jobsTable, table, iso } from './format.js';
 import { parseDate, parseDuration, parseId, parseIntIn } from './parse.js';
 import { registerWorkerCommands } from './worker-commands.js';
+import { registerScheduleCommands } from './schedule-commands.js';
 
 export interface GlobalOpts {
   db: string;
@@ -137,6 +138,7 @@ export function buildProgram(): Command {
     });
 
   registerWorkerCommands(program);
+  registerScheduleCommands(program);
   return program;
 }
 
@@ -156,7 +158,7 @@ export async function runCli(argv: string[]): Promise<number> {
       // commander already printed its message (help and version exit 0)
       return e.exitCode === 0 ? 0 : 2;
     }
-    if (e instanceof ValidationError || (isLeaseholdError(e) && ['JOB_NOT_FOUND', 'INVALID_STATE', 'INVALID_URL'].includes(e.code))) {
+    if (e instanceof ValidationError || (isLeaseholdError(e) && ['JOB_NOT_FOUND', 'INVALID_STATE', 'INVALID_URL', 'SCHEDULE_NOT_FOUND'].includes(e.code))) {
       process.stderr.write(`leasehold: ${e.message} [${e.code}]\n`);
       return 2;
     }

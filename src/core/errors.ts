@@ -23,7 +23,11 @@ export type ErrorCode =
   | 'TRANSIENT_STORAGE'
   | 'STORAGE'
   | 'HANDLER_ERROR'
-  | 'EFFECT_BUSY';
+  | 'EFFECT_BUSY'
+  | 'INVALID_SCHEDULE'
+  | 'SCHEDULE_NOT_FOUND'
+  | 'LOCK_TIMEOUT'
+  | 'LOCK_LOST';
 
 export class LeaseholdError extends Error {
   readonly code: ErrorCode;

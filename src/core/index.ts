@@ -4,5 +4,7 @@ export * from './job-input.js';
 export * from './lease.js';
 export * from './outcome.js';
 export * from './retry.js';
+export * from './schedules.js';
+export * from './slots.js';
 export * from './status.js';
 export type * from './storage.js';

@@ -38,11 +38,13 @@
  *   (job_id and lease_token become ours) → 'reserved'; a 'pending' row whose holder still runs
  *   under its lease (another live job using the same key) → 'busy', nothing written.
  *   completeEffect: fenced the same way; pending row under this token → 'done' with result.
+ * - Schedules and locks: the exact semantics are in the header of ./schedules.ts.
  * - pruneJobs deletes jobs (and their attempts) whose status is listed and whose finished_at is
  *   older than now - olderThanMs, at most `limit`. The effect ledger is never pruned with them.
  *
  * @experimental the contract may change before 1.0 without a major version.
  */
+import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert } from './schedules.js';
 import type { AttemptOutcome, JobStatus } from './status.js';
 
 export interface Capabilities {
@@ -81,6 +83,10 @@ export interface JobRow {
   maxRuntimeMs: number;
   createdAt: Date;
   updatedAt: Date;
+  /** set on jobs a schedule enqueued: the schedule's name */
+  scheduleName?: string;
+  /** set on jobs a schedule enqueued: the slot (fire time) this job stands for */
+  slotAt?: Date;
 }
 
 /** A job as the runtime wants it inserted. Validation happened before this point. */
@@ -319,6 +325,31 @@ export interface Storage {
   listWorkers(): Promise<WorkerRow[]>;
   /** Forget workers silent for longer than this; returns how many. */
   pruneWorkers(params: { silentForMs: number }): Promise<number>;
+
+  // --- schedules (semantics in the header) ---------------------------------------------------
+  /** Insert or change schedules by name in one transaction; returns them as stored. */
+  upsertSchedules(items: readonly ScheduleUpsert[]): Promise<ScheduleRow[]>;
+  /** Upsert the code-declared set and delete code-declared schedules not in it, in one transaction. */
+  syncSchedules(items: readonly ScheduleUpsert[]): Promise<{ schedules: ScheduleRow[]; removed: string[] }>;
+  getSchedule(name: string): Promise<ScheduleRow | null>;
+  /** By name. */
+  listSchedules(): Promise<ScheduleRow[]>;
+  /** True when a schedule was deleted. Its jobs stay. */
+  removeSchedule(name: string): Promise<boolean>;
+  /** Enable or disable; `nextRunAt` (when given) replaces next_run_at too. Null if no such schedule. */
+  setScheduleEnabled(params: { name: string; enabled: boolean; nextRunAt?: Date | null }): Promise<ScheduleRow | null>;
+  /** Enabled schedules with next_run_at <= now, oldest next_run_at first. */
+  dueSchedules(params: { limit: number }): Promise<ScheduleRow[]>;
+  /** CAS on next_run_at + one job per slot under a unique (schedule, slot) key, in one transaction. */
+  fireSchedule(params: FireScheduleParams): Promise<FireScheduleResult>;
+  /** One job for the schedule now (slot_at = now), next_run_at untouched; null if no such schedule. */
+  runScheduleNow(params: { name: string; job: ScheduledJob }): Promise<JobRow | null>;
+
+  // --- distributed locks and semaphores -------------------------------------------------------
+  tryAcquireLock(params: AcquireLockParams): Promise<LockGrant | null>;
+  extendLock(params: { name: string; token: string; ttlMs: number }): Promise<boolean>;
+  releaseLock(params: { name: string; token: string }): Promise<boolean>;
+  listLocks(params?: { name?: string }): Promise<LockRow[]>;
 
   /**
    * Present when `capabilities.listenNotify`: calls `onWake` soon after jobs become due through

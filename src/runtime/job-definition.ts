@@ -47,6 +47,12 @@ export interface JobDefinition<P = unknown> {
   priority?: number;
   /** 'retry' (default) puts a job whose worker vanished back to due; 'fail' makes it dead, for non-idempotent work */
   onLeaseExpired?: LeaseExpiredPolicy;
+  /**
+   * Cluster-wide cap: at most this many jobs of this type run at once across all workers (a
+   * semaphore lock `jobtype:<type>`). A job over the cap goes back to the queue for a moment,
+   * its attempt not counted.
+   */
+  globalConcurrency?: number;
 }
 
 export function defineJob<P>(def: JobDefinition<P>): JobDefinition<P> {
@@ -55,6 +61,10 @@ export function defineJob<P>(def: JobDefinition<P>): JobDefinition<P> {
   if (def.retry) validateRetryPolicy(def.retry);
   if (def.onLeaseExpired && !['retry', 'fail'].includes(def.onLeaseExpired)) {
     throw new ValidationError('INVALID_OPTION', `job ${def.type}: onLeaseExpired must be 'retry' or 'fail'`);
+  }
+  const g = def.globalConcurrency;
+  if (g !== undefined && (!Number.isInteger(g) || g < 1 || g > 1000)) {
+    throw new ValidationError('INVALID_OPTION', `job ${def.type}: globalConcurrency must be an integer from 1 to 1000`);
   }
   return def;
 }

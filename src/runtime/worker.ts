@@ -18,6 +18,10 @@ import { JobRegistry } from './job-definition.js';
 import type { RetentionOptions } from './sweeper.js';
 import { Sweeper } from './sweeper.js';
 import { Wakeup } from './wakeup.js';
+import type { ScheduleInput } from '../core/index.js';
+import type { Lock } from './locks.js';
+import { Scheduler } from './scheduler.js';
+import { TypeCaps } from './type-cap.js';
 import { VERSION } from './version.js';
 
 export interface WorkerOptions {
@@ -45,6 +49,12 @@ export interface WorkerOptions {
   logger?: Logger;
   random?: () => number;
   workerId?: string;
+  /** run the scheduler in this worker (default true); `drain()` fires due schedules first */
+  scheduler?: boolean;
+  /** schedules declared in code, synced on start (added, changed, removed by name) */
+  schedules?: readonly ScheduleInput[];
+  /** how often the scheduler looks for due schedules (default 1 s, jittered) */
+  schedulerIntervalMs?: number;
 }
 
 export interface StopReport {
@@ -77,6 +87,10 @@ export class Worker {
   readonly #completer: Completer;
   readonly #heartbeater: Heartbeater;
   readonly #sweeper: Sweeper | null;
+  readonly #scheduler: Scheduler | null;
+  readonly #caps: TypeCaps;
+  /** capped jobs waiting for a slot of their type's semaphore: they hold a concurrency slot */
+  #admitting = 0;
   readonly #wake = new Wakeup();
   readonly #buffer: Buffered[] = [];
   readonly #running = new Map<string, Attempt>();
@@ -111,6 +125,11 @@ export class Worker {
             retention: opts.retention ?? {},
             workerSilenceMs: Math.max(60_000, this.#leaseMs * 3),
           });
+    this.#scheduler =
+      opts.scheduler === false
+        ? null
+        : new Scheduler({ storage: this.#storage, registry: this.registry, ...(opts.schedules ? { schedules: opts.schedules } : {}), intervalMs: opts.schedulerIntervalMs ?? 1_000, logger: this.log, random: this.#random });
+    this.#caps = new TypeCaps(this.#storage, this.id, this.#leaseMs, (p) => this.#completer.finish(p), this.log, this.#random);
   }
 
   get state(): string {
@@ -119,7 +138,7 @@ export class Worker {
 
   /** Jobs held by this worker right now (running + buffered). */
   get inFlight(): number {
-    return this.#running.size + this.#buffer.length;
+    return this.#running.size + this.#buffer.length + this.#admitting;
   }
 
   async start(): Promise<void> {
@@ -136,6 +155,7 @@ export class Worker {
     }
     this.#heartbeater.start();
     this.#sweeper?.start();
+    await this.#scheduler?.start();
     this.log.info({ event: 'worker.started', concurrency: this.#concurrency, queues: this.#queues, types: this.registry.types, leaseMs: this.#leaseMs }, 'worker started');
     this.#loop = this.#claimLoop();
   }
@@ -147,6 +167,8 @@ export class Worker {
   async drain(opts: { maxMs: number }): Promise<DrainReport> {
     const until = Date.now() + opts.maxMs;
     this.#exitWhenIdle = true;
+    await this.#scheduler?.sync();
+    await this.#scheduler?.tick();
     await this.#sweeper?.sweep();
     await this.start();
     const timer = setTimeout(() => this.#wake.wake(), opts.maxMs);
@@ -182,6 +204,7 @@ export class Worker {
     const until = Date.now() + deadlineMs;
     const bus = LocalBus.for(this.#storage);
     bus.removeEventListener('enqueued', this.#onEnqueued);
+    await this.#scheduler?.stop();
     await this.#unsubscribe?.().catch(() => {});
     this.#wake.wake();
     await this.#loop;
@@ -191,7 +214,7 @@ export class Worker {
       this.log.info({ event: 'worker.draining', running: [...this.#running.keys()], deadlineMs }, 'stopping: waiting for running jobs');
     }
     const handedBack: string[] = [];
-    while (this.#running.size > 0 && Date.now() < until) await this.#wake.wait(until - Date.now());
+    while ((this.#running.size > 0 || this.#admitting > 0) && Date.now() < until) await this.#wake.wait(until - Date.now());
     if (this.#running.size > 0) {
       const still = [...this.#running.values()];
       this.log.warn(
@@ -277,31 +300,50 @@ export class Worker {
   }
 
   #dispatch(): void {
-    while (this.#running.size < this.#concurrency && this.#buffer.length > 0 && this.#state !== 'stopped') {
+    while (this.#running.size + this.#admitting < this.#concurrency && this.#buffer.length > 0 && this.#state !== 'stopped') {
       const entry = this.#buffer.shift() as Buffered;
       const def = this.registry.get(entry.job.type);
       if (!def) continue; // cannot happen: we only claim registered types
-      const attempt = new Attempt(entry.job, def, {
-        storage: this.#storage,
-        finish: (p) => this.#completer.finish(p),
-        renew: async (a) => !(await this.#heartbeater.beat([a])).has(a.job.id),
-        log: this.log,
-        random: this.#random,
-        abortGraceMs: this.#opts.abortGraceMs ?? 5_000,
+      const cap = def.globalConcurrency;
+      if (cap === undefined) {
+        this.#launch(entry, def, null);
+        continue;
+      }
+      // over its type's cluster-wide cap the job goes back to the queue (attempt not counted)
+      this.#admitting++;
+      void this.#caps.admit(entry.job, cap).then((lock) => {
+        this.#admitting--;
+        if (lock && this.#state === 'running') this.#launch(entry, def, lock);
+        else if (lock) void this.#caps.keep(lock, () => {})().then(() => this.#handBack(entry.job));
+        this.#wake.wake();
+        this.#dispatch();
       });
-      attempt.expiresAt = entry.expiresAt;
-      this.#running.set(entry.job.id, attempt);
-      void attempt.run().then(
-        (outcome) => this.#done(entry.job.id, outcome),
-        (e: unknown) => {
-          this.log.error({ event: 'job.crashed', jobId: entry.job.id, err: (e as Error).message }, 'internal error running job');
-          this.#done(entry.job.id, 'lost');
-        },
-      );
     }
   }
 
-  #done(id: string, outcome: string): void {
+  #launch(entry: Buffered, def: NonNullable<ReturnType<JobRegistry['get']>>, lock: Lock | null): void {
+    const attempt = new Attempt(entry.job, def, {
+      storage: this.#storage,
+      finish: (p) => this.#completer.finish(p),
+      renew: async (a) => !(await this.#heartbeater.beat([a])).has(a.job.id),
+      log: this.log,
+      random: this.#random,
+      abortGraceMs: this.#opts.abortGraceMs ?? 5_000,
+    });
+    attempt.expiresAt = entry.expiresAt;
+    this.#running.set(entry.job.id, attempt);
+    const stopKeeping = lock ? this.#caps.keep(lock, () => attempt.abort(new Reason('LEASE_LOST', `slot of the ${entry.job.type} concurrency cap lost`))) : null;
+    void attempt.run().then(
+      (outcome) => this.#done(entry.job.id, outcome, stopKeeping),
+      (e: unknown) => {
+        this.log.error({ event: 'job.crashed', jobId: entry.job.id, err: (e as Error).message }, 'internal error running job');
+        this.#done(entry.job.id, 'lost', stopKeeping);
+      },
+    );
+  }
+
+  #done(id: string, outcome: string, release: (() => Promise<void>) | null): void {
+    void release?.();
     this.#running.delete(id);
     this.#outcomes[outcome] = (this.#outcomes[outcome] ?? 0) + 1;
     this.#dispatch();

@@ -19,7 +19,9 @@ import { finishTests } from './finish.js';
 import { claimTests } from './jobs-claim.js';
 import { insertTests } from './jobs-insert.js';
 import { listingTests } from './listing.js';
+import { lockTests } from './locks.js';
 import { raceTests } from './races.js';
+import { scheduleTests } from './schedules.js';
 import { sweepTests } from './sweep.js';
 import { workerTests } from './workers.js';
 
@@ -40,5 +42,7 @@ export function runStorageConformance(h: ConformanceHarness): void {
     effectTests(h);
     workerTests(h);
     raceTests(h);
+    scheduleTests(h);
+    lockTests(h);
   });
 }

@@ -4,6 +4,7 @@
  * a database would, so a round trip behaves the same as with SQL adapters.
  */
 import { randomBytes } from 'node:crypto';
+import type { LockRow, ScheduleRow } from '../../core/schedules.js';
 import type { AttemptRow, EffectRow, JobRow, WorkerRow } from '../../core/storage.js';
 
 /** A job as stored: the payload kept as JSON text. */
@@ -35,6 +36,13 @@ export class MemoryTables {
   readonly attempts = new Map<string, StoredAttempt>();
   readonly effects = new Map<string, StoredEffect>();
   readonly workers = new Map<string, WorkerRow>();
+  /** schedules by name, payload kept as JSON text */
+  readonly schedules = new Map<string, Omit<ScheduleRow, 'payload'> & { payloadJson: string }>();
+  /** "name\0slotMs" → job id: the unique (schedule_name, slot_at) key */
+  readonly slotKeys = new Map<string, string>();
+  /** "name\0slot" → holding (with its token); fences per name */
+  readonly locks = new Map<string, Omit<LockRow, 'expired'> & { token: string | null }>();
+  readonly lockFences = new Map<string, number>();
   private nextJob = 1;
   private nextAttempt = 1;
   private nextEffect = 1;
@@ -86,6 +94,7 @@ export function jobOut(j: StoredJob): JobRow {
     maxRuntimeMs: j.maxRuntimeMs,
     createdAt: copyDate(j.createdAt),
     updatedAt: copyDate(j.updatedAt),
+    ...(j.scheduleName !== undefined && j.slotAt !== undefined ? { scheduleName: j.scheduleName, slotAt: copyDate(j.slotAt) } : {}),
   };
 }
 

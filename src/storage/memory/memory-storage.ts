@@ -11,6 +11,8 @@ import type { FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, Inse
 import type { JobRow, MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow } from '../../core/storage.js';
 import * as admin from './memory-admin.js';
 import * as ledger from './memory-effects.js';
+import * as sched from './memory-schedules.js';
+import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert } from '../../core/schedules.js';
 import type { StoredJob } from './memory-state.js';
 import { MemoryTables, attemptOut, jobOut, newToken, toJson } from './memory-state.js';
 
@@ -19,7 +21,7 @@ export interface MemoryStorageOptions {
   clock?: () => number;
 }
 
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 const DUE: readonly JobStatus[] = ['queued', 'failed'];
 const FINISHED: readonly JobStatus[] = ['succeeded', 'dead', 'cancelled'];
 
@@ -45,7 +47,8 @@ export class MemoryStorage implements Storage {
     this.nowDate();
     const from = this.version;
     this.version = SCHEMA_VERSION;
-    const applied = from < SCHEMA_VERSION ? [{ version: SCHEMA_VERSION, name: 'memory tables' }] : [];
+    const names = ['memory tables', 'schedules, locks, job slots'];
+    const applied = names.map((name, i) => ({ version: i + 1, name })).filter((m) => m.version > from && m.version <= SCHEMA_VERSION);
     return { from, to: this.version, applied };
   }
 
@@ -297,6 +300,64 @@ export class MemoryStorage implements Storage {
 
   async pruneWorkers(p: { silentForMs: number }): Promise<number> {
     return ledger.pruneWorkers(this.t, p.silentForMs, this.nowDate());
+  }
+
+  // --- schedules and locks: see memory-schedules.ts -------------------------------------------
+
+  async upsertSchedules(items: readonly ScheduleUpsert[]): Promise<ScheduleRow[]> {
+    return sched.upsertSchedules(this.t, items, this.nowDate());
+  }
+
+  async syncSchedules(items: readonly ScheduleUpsert[]): Promise<{ schedules: ScheduleRow[]; removed: string[] }> {
+    return sched.syncSchedules(this.t, items, this.nowDate());
+  }
+
+  async getSchedule(name: string): Promise<ScheduleRow | null> {
+    this.nowDate();
+    const s = this.t.schedules.get(name);
+    return s ? sched.scheduleOut(s) : null;
+  }
+
+  async listSchedules(): Promise<ScheduleRow[]> {
+    this.nowDate();
+    return [...this.t.schedules.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map(sched.scheduleOut);
+  }
+
+  async removeSchedule(name: string): Promise<boolean> {
+    this.nowDate();
+    return this.t.schedules.delete(name);
+  }
+
+  async setScheduleEnabled(p: { name: string; enabled: boolean; nextRunAt?: Date | null }): Promise<ScheduleRow | null> {
+    return sched.setEnabled(this.t, p, this.nowDate());
+  }
+
+  async dueSchedules(p: { limit: number }): Promise<ScheduleRow[]> {
+    return sched.dueSchedules(this.t, p.limit, this.nowDate());
+  }
+
+  async fireSchedule(p: FireScheduleParams): Promise<FireScheduleResult> {
+    return sched.fireSchedule(this.t, p, this.nowDate());
+  }
+
+  async runScheduleNow(p: { name: string; job: ScheduledJob }): Promise<JobRow | null> {
+    return sched.runScheduleNow(this.t, p, this.nowDate());
+  }
+
+  async tryAcquireLock(p: AcquireLockParams): Promise<LockGrant | null> {
+    return sched.tryAcquireLock(this.t, p, this.nowDate());
+  }
+
+  async extendLock(p: { name: string; token: string; ttlMs: number }): Promise<boolean> {
+    return sched.extendLock(this.t, p, this.nowDate());
+  }
+
+  async releaseLock(p: { name: string; token: string }): Promise<boolean> {
+    return sched.releaseLock(this.t, p, this.nowDate());
+  }
+
+  async listLocks(p: { name?: string } = {}): Promise<LockRow[]> {
+    return sched.listLocks(this.t, p.name, this.nowDate());
   }
 }
 

@@ -11,6 +11,8 @@ import type { MysqlSql } from './mysql-sql.js';
 
 const ER_NO_SUCH_TABLE = 1146;
 const ER_DUP_ENTRY = 1062;
+const ER_DUP_FIELDNAME = 1060;
+const ER_DUP_KEYNAME = 1061;
 
 /** Highest applied version; 0 when the ledger does not exist yet. */
 export async function readSchemaVersion(c: Queryable, sql: MysqlSql): Promise<number> {
@@ -39,7 +41,12 @@ export async function migrateOn(c: Leased, sql: MysqlSql, prefix: string): Promi
     const applied: MigrateResult['applied'] = [];
     for (const m of MYSQL_MIGRATIONS) {
       if (m.version <= from) continue;
-      for (const stmt of m.sql) await exec(c, renderDdl(stmt, prefix, server.collation));
+      for (const stmt of m.sql) {
+        // a re-run after a crash half way: the column/key of an atomic ALTER already exists
+        await exec(c, renderDdl(stmt, prefix, server.collation)).catch((e: { errno?: unknown }) => {
+          if (e.errno !== ER_DUP_FIELDNAME && e.errno !== ER_DUP_KEYNAME) throw e;
+        });
+      }
       await exec(c, sql.recordMigration, [m.version, m.name]);
       applied.push({ version: m.version, name: m.name });
     }

@@ -175,6 +175,7 @@ export function toJobRow(r: Row): JobRow {
     maxRuntimeMs: num(r.max_runtime_ms),
     createdAt: parseUtc(r.created_at),
     updatedAt: parseUtc(r.updated_at),
+    ...(r.schedule_name != null && r.slot_at != null ? { scheduleName: str(r.schedule_name), slotAt: parseUtc(r.slot_at) } : {}),
   };
 }
 

@@ -101,6 +101,51 @@ export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
       ) ${TABLE_OPTS}`,
     ],
   },
+  {
+    version: 2,
+    name: 'schedules, locks, job slots',
+    sql: [
+      // jobs a schedule enqueued carry its name and slot; one job per (schedule, slot). One ALTER is
+      // atomic; re-running it after a crash fails with "duplicate column", which the runner skips.
+      `ALTER TABLE {p}jobs ADD COLUMN schedule_name VARCHAR(128) NULL, ADD COLUMN slot_at DATETIME(6) NULL,
+        ADD UNIQUE KEY {p}jobs_schedule_slot (schedule_name, slot_at)`,
+      // schedules: recurring jobs; next_run_at is advanced by compare-and-set
+      `CREATE TABLE IF NOT EXISTS {p}schedules (
+        name VARCHAR(128) NOT NULL,
+        cron VARCHAR(255) NULL,
+        every_ms BIGINT NULL,
+        timezone VARCHAR(64) NOT NULL,
+        type VARCHAR(128) NOT NULL,
+        payload LONGTEXT NOT NULL,
+        queue VARCHAR(128) NOT NULL,
+        priority INT NOT NULL,
+        max_attempts INT NOT NULL,
+        misfire VARCHAR(16) NOT NULL,
+        misfire_window_ms BIGINT NULL,
+        misfire_max INT NOT NULL,
+        enabled TINYINT(1) NOT NULL,
+        source VARCHAR(8) NOT NULL,
+        next_run_at DATETIME(6) NULL,
+        last_run_at DATETIME(6) NULL,
+        last_slot_at DATETIME(6) NULL,
+        created_at DATETIME(6) NOT NULL,
+        updated_at DATETIME(6) NOT NULL,
+        PRIMARY KEY (name),
+        KEY {p}schedules_due (enabled, next_run_at)
+      ) ${TABLE_OPTS}`,
+      // locks: slot -1 of a name is its fence counter; slots 0..n-1 are the holdings
+      `CREATE TABLE IF NOT EXISTS {p}locks (
+        name VARCHAR(128) NOT NULL,
+        slot INT NOT NULL,
+        owner VARCHAR(255) NULL,
+        token VARCHAR(64) NULL,
+        fence BIGINT NOT NULL,
+        acquired_at DATETIME(6) NULL,
+        expires_at DATETIME(6) NULL,
+        PRIMARY KEY (name, slot)
+      ) ${TABLE_OPTS}`,
+    ],
+  },
 ];
 
 export const LATEST_MYSQL_VERSION = MYSQL_MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

@@ -18,7 +18,7 @@ const msSinceEpoch2000 = (col: string): string => `(TIMESTAMPDIFF(MICROSECOND, '
 /** Column list of a job row, as the row mapper reads it. */
 const JOB_COLS = `id, queue, type, payload, status, priority, run_at, attempts, max_attempts, idempotency_key,
   locked_by, lease_token, locked_until, heartbeat_at, started_at, finished_at, last_error_code, last_error,
-  timeout_ms, max_runtime_ms, created_at, updated_at`;
+  timeout_ms, max_runtime_ms, created_at, updated_at, schedule_name, slot_at`;
 
 export type MysqlSql = ReturnType<typeof mysqlSql>;
 

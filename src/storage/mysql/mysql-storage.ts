@@ -46,6 +46,8 @@ import { toStorageError, withRetry } from './mysql-errors.js';
 import { claimOn, finishOn, heartbeatOn, insertJobsOn } from './mysql-jobs.js';
 import type { MysqlSql } from './mysql-sql.js';
 import { mysqlSql } from './mysql-sql.js';
+import * as sched from './mysql-schedules.js';
+import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert } from '../../core/schedules.js';
 
 export interface MysqlStorageOptions {
   /** mysql://user:pass@host:port/database */
@@ -68,6 +70,7 @@ export class MysqlStorage implements Storage {
   private readonly pool: PoolLike;
   private readonly ownPool: mysql.Pool | null;
   private readonly sql: MysqlSql;
+  private readonly sch: sched.MysqlScheduleSql;
   private closed = false;
 
   constructor(opts: MysqlStorageOptions) {
@@ -75,6 +78,7 @@ export class MysqlStorage implements Storage {
     if (!PREFIX_RE.test(prefix)) throw new ValidationError('INVALID_OPTION', `tablePrefix must match ${PREFIX_RE}; got ${JSON.stringify(prefix)}`);
     this.tablePrefix = prefix;
     this.sql = mysqlSql(prefix);
+    this.sch = sched.mysqlScheduleSql(prefix);
     if (opts.pool) {
       this.ownPool = null;
       this.pool = opts.pool as unknown as PoolLike;
@@ -289,6 +293,30 @@ export class MysqlStorage implements Storage {
     const res = await this.one('pruneWorkers', (c) => exec(c, this.sql.pruneWorkers, [micros(params.silentForMs)]));
     return res.affectedRows;
   }
+
+  // ---- schedules and locks: see mysql-schedules.ts -----------------------------------------
+  upsertSchedules(items: readonly ScheduleUpsert[]): Promise<ScheduleRow[]> {
+    return this.tx('upsertSchedules', async (c) => { const out: ScheduleRow[] = []; for (const u of items) out.push(await sched.upsertOn(c, this.sch, u)); return out; });
+  }
+  syncSchedules(items: readonly ScheduleUpsert[]): Promise<{ schedules: ScheduleRow[]; removed: string[] }> { return this.tx('syncSchedules', (c) => sched.syncOn(c, this.sch, items)); }
+  async getSchedule(name: string): Promise<ScheduleRow | null> { const [r] = await this.one('getSchedule', (c) => run(c, this.sch.get, [name])); return r ? sched.toScheduleRow(r) : null; }
+  async listSchedules(): Promise<ScheduleRow[]> { return (await this.one('listSchedules', (c) => run(c, this.sch.list))).map(sched.toScheduleRow); }
+  async removeSchedule(name: string): Promise<boolean> { return (await this.one('removeSchedule', (c) => exec(c, this.sch.remove, [name]))).affectedRows > 0; }
+  async setScheduleEnabled(p: { name: string; enabled: boolean; nextRunAt?: Date | null }): Promise<ScheduleRow | null> {
+    const next = p.nextRunAt ? p.nextRunAt.toISOString().slice(0, 23).replace('T', ' ') : null;
+    await this.one('setScheduleEnabled', (c) => exec(c, this.sch.setEnabled, [p.enabled ? 1 : 0, p.nextRunAt !== undefined ? 1 : 0, next, p.name]));
+    return this.getSchedule(p.name);
+  }
+  async dueSchedules(p: { limit: number }): Promise<ScheduleRow[]> { return (await this.one('dueSchedules', (c) => run(c, this.sch.due, [p.limit]))).map(sched.toScheduleRow); }
+  fireSchedule(p: FireScheduleParams): Promise<FireScheduleResult> { return this.tx('fireSchedule', (c) => sched.fireOn(c, this.sch, p)); }
+  runScheduleNow(p: { name: string; job: ScheduledJob }): Promise<JobRow | null> { return this.tx('runScheduleNow', (c) => sched.runNowOn(c, this.sch, p)); }
+  async tryAcquireLock(p: AcquireLockParams): Promise<LockGrant | null> {
+    await this.one('tryAcquireLock', (c) => exec(c, this.sch.ensureCounter, [p.name]));
+    return this.tx('tryAcquireLock', (c) => sched.acquireOn(c, this.sch, p), true);
+  }
+  async extendLock(p: { name: string; token: string; ttlMs: number }): Promise<boolean> { return (await this.one('extendLock', (c) => exec(c, this.sch.extend, [micros(p.ttlMs), p.name, p.token]))).affectedRows > 0; }
+  async releaseLock(p: { name: string; token: string }): Promise<boolean> { return (await this.one('releaseLock', (c) => exec(c, this.sch.release, [p.name, p.token]))).affectedRows > 0; }
+  async listLocks(p: { name?: string } = {}): Promise<LockRow[]> { return (await this.one('listLocks', (c) => run(c, this.sch.listLocks, [p.name ?? null, p.name ?? null]))).map(sched.toLockRow); }
 }
 
 /** A MySQL/MariaDB storage; call `migrate()` before first use. */

@@ -98,6 +98,53 @@ CREATE TABLE ${s}.workers (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'schedules, locks, job slots',
+    sql: (s) => `
+-- jobs a schedule enqueued carry the schedule's name and the slot (fire time) they stand for
+ALTER TABLE ${s}.jobs ADD COLUMN schedule_name text, ADD COLUMN slot_at timestamptz(3);
+-- one job per (schedule, slot), whatever the number of schedulers
+CREATE UNIQUE INDEX jobs_schedule_slot_idx ON ${s}.jobs (schedule_name, slot_at) WHERE schedule_name IS NOT NULL;
+
+-- schedules: recurring jobs; next_run_at is advanced by compare-and-set
+CREATE TABLE ${s}.schedules (
+  name               text PRIMARY KEY,
+  cron               text,
+  every_ms           bigint,
+  timezone           text        NOT NULL,
+  type               text        NOT NULL,
+  payload            json        NOT NULL,
+  queue              text        NOT NULL,
+  priority           integer     NOT NULL,
+  max_attempts       integer     NOT NULL,
+  misfire            text        NOT NULL CHECK (misfire IN ('skip','latest','all')),
+  misfire_window_ms  bigint,
+  misfire_max        integer     NOT NULL,
+  enabled            boolean     NOT NULL,
+  source             text        NOT NULL CHECK (source IN ('code','cli')),
+  next_run_at        timestamptz(3),
+  last_run_at        timestamptz(3),
+  last_slot_at       timestamptz(3),
+  created_at         timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
+  updated_at         timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now())
+);
+-- the scheduler's lookup of due schedules
+CREATE INDEX schedules_due_idx ON ${s}.schedules (next_run_at) WHERE enabled;
+
+-- locks: slot -1 of a name is its fence counter; slots 0..n-1 are the holdings
+CREATE TABLE ${s}.locks (
+  name         text    NOT NULL,
+  slot         integer NOT NULL,
+  owner        text,
+  token        text,
+  fence        bigint  NOT NULL,
+  acquired_at  timestamptz(3),
+  expires_at   timestamptz(3),
+  PRIMARY KEY (name, slot)
+);
+`,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -97,6 +97,7 @@ export function toJobRow(r: Row): JobRow {
     maxRuntimeMs: num(r.max_runtime_ms),
     createdAt: date(r.created_at),
     updatedAt: date(r.updated_at),
+    ...(r.schedule_name != null && r.slot_at != null ? { scheduleName: str(r.schedule_name), slotAt: date(r.slot_at) } : {}),
   };
 }
 

@@ -24,6 +24,8 @@ import { POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from './postgres-migrati
 import { jsonParam, quoteSchema, safeText, toAttemptRow, toEffectRow, toExpiredLease, toJobCount, toJobRow, toWorkerRow, txClient, validId, type Queryable, type Row } from './postgres-rows.js';
 import { adminSql, migrationSql } from './postgres-sql-admin.js';
 import { jobsSql } from './postgres-sql-jobs.js';
+import * as sched from './postgres-schedules.js';
+import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert } from '../../core/schedules.js';
 
 export { NOTIFY_CHANNEL };
 
@@ -47,6 +49,7 @@ export class PostgresStorage implements Storage {
   private readonly sql: ReturnType<typeof jobsSql>;
   private readonly admin: ReturnType<typeof adminSql>;
   private readonly mig: ReturnType<typeof migrationSql>;
+  private readonly sch: ReturnType<typeof sched.schedulesSql>;
   private closing: Promise<void> | null = null;
   private listener: PgListener | null = null;
 
@@ -56,6 +59,7 @@ export class PostgresStorage implements Storage {
     this.sql = jobsSql(q);
     this.admin = adminSql(q);
     this.mig = migrationSql(q);
+    this.sch = sched.schedulesSql(q);
     if (opts.pool) {
       this.pool = opts.pool;
       this.ownsPool = false;
@@ -304,6 +308,24 @@ export class PostgresStorage implements Storage {
     const [row] = await this.run('pruneWorkers', this.admin.pruneWorkers, [p.silentForMs]);
     return Number(row?.n ?? 0);
   }
+
+  // --- schedules and locks: see postgres-schedules.ts ---------------------------------------
+  upsertSchedules(items: readonly ScheduleUpsert[]): Promise<ScheduleRow[]> { return sched.upsertSchedules(this.pool, this.sch, items); }
+  syncSchedules(items: readonly ScheduleUpsert[]): Promise<{ schedules: ScheduleRow[]; removed: string[] }> { return sched.syncSchedules(this.pool, this.sch, items); }
+  async getSchedule(name: string): Promise<ScheduleRow | null> { const [r] = await this.run('getSchedule', this.sch.get, [name]); return r ? sched.toScheduleRow(r) : null; }
+  async listSchedules(): Promise<ScheduleRow[]> { return (await this.run('listSchedules', this.sch.list)).map(sched.toScheduleRow); }
+  async removeSchedule(name: string): Promise<boolean> { return (await this.run('removeSchedule', this.sch.remove, [name])).length > 0; }
+  async setScheduleEnabled(p: { name: string; enabled: boolean; nextRunAt?: Date | null }): Promise<ScheduleRow | null> {
+    const [r] = await this.run('setScheduleEnabled', this.sch.setEnabled, [p.name, p.enabled, p.nextRunAt !== undefined, p.nextRunAt ?? null]);
+    return r ? sched.toScheduleRow(r) : null;
+  }
+  async dueSchedules(p: { limit: number }): Promise<ScheduleRow[]> { return (await this.run('dueSchedules', this.sch.due, [p.limit])).map(sched.toScheduleRow); }
+  fireSchedule(p: FireScheduleParams): Promise<FireScheduleResult> { return sched.fireSchedule(this.pool, this.sch, p, [NOTIFY_CHANNEL, this.schema]); }
+  runScheduleNow(p: { name: string; job: ScheduledJob }): Promise<JobRow | null> { return sched.runScheduleNow(this.pool, this.sch, p, [NOTIFY_CHANNEL, this.schema]); }
+  tryAcquireLock(p: AcquireLockParams): Promise<LockGrant | null> { return sched.tryAcquireLock(this.pool, this.sch, p); }
+  async extendLock(p: { name: string; token: string; ttlMs: number }): Promise<boolean> { return (await this.run('extendLock', this.sch.extend, [p.name, p.token, p.ttlMs])).length > 0; }
+  async releaseLock(p: { name: string; token: string }): Promise<boolean> { return (await this.run('releaseLock', this.sch.release, [p.name, p.token])).length > 0; }
+  async listLocks(p: { name?: string } = {}): Promise<LockRow[]> { return (await this.run('listLocks', this.sch.listLocks, [p.name ?? null])).map(sched.toLockRow); }
 }
 
 /** Create a PostgreSQL storage from a connection string or your own pool. */

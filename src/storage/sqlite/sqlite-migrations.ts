@@ -105,6 +105,57 @@ CREATE TABLE {p}workers (
 ) STRICT;
 `,
   },
+  {
+    version: 2,
+    name: 'schedules, locks, job slots',
+    sql: `
+-- jobs a schedule enqueued carry the schedule's name and the slot (fire time) they stand for
+ALTER TABLE {p}jobs ADD COLUMN schedule_name TEXT;
+-- the slot time, epoch ms
+ALTER TABLE {p}jobs ADD COLUMN slot_at INTEGER;
+
+-- one job per (schedule, slot), whatever the number of schedulers
+CREATE UNIQUE INDEX {p}jobs_schedule_slot_idx ON {p}jobs (schedule_name, slot_at) WHERE schedule_name IS NOT NULL;
+
+-- schedules: recurring jobs; next_run_at is advanced by compare-and-set
+CREATE TABLE {p}schedules (
+  name              TEXT    NOT NULL PRIMARY KEY,
+  cron              TEXT,
+  every_ms          INTEGER,
+  timezone          TEXT    NOT NULL,
+  type              TEXT    NOT NULL,
+  payload           TEXT    NOT NULL,
+  queue             TEXT    NOT NULL,
+  priority          INTEGER NOT NULL,
+  max_attempts      INTEGER NOT NULL,
+  misfire           TEXT    NOT NULL CHECK (misfire IN ('skip','latest','all')),
+  misfire_window_ms INTEGER,
+  misfire_max       INTEGER NOT NULL,
+  enabled           INTEGER NOT NULL,
+  source            TEXT    NOT NULL CHECK (source IN ('code','cli')),
+  next_run_at       INTEGER,
+  last_run_at       INTEGER,
+  last_slot_at      INTEGER,
+  created_at        INTEGER NOT NULL,
+  updated_at        INTEGER NOT NULL
+) STRICT;
+
+-- the scheduler's lookup of due schedules
+CREATE INDEX {p}schedules_due_idx ON {p}schedules (next_run_at) WHERE enabled = 1;
+
+-- locks: slot -1 of a name is its fence counter; slots 0..n-1 are the holdings
+CREATE TABLE {p}locks (
+  name        TEXT    NOT NULL,
+  slot        INTEGER NOT NULL,
+  owner       TEXT,
+  token       TEXT,
+  fence       INTEGER NOT NULL,
+  acquired_at INTEGER,
+  expires_at  INTEGER,
+  PRIMARY KEY (name, slot)
+) STRICT;
+`,
+  },
 ];
 
 /** The highest version this code knows. */

@@ -28,6 +28,8 @@ export interface SqlJob {
   max_runtime_ms: number;
   created_at: number;
   updated_at: number;
+  schedule_name?: string | null;
+  slot_at?: number | null;
 }
 
 export interface SqlAttempt {
@@ -113,6 +115,7 @@ export function toJobRow(r: SqlJob): JobRow {
     maxRuntimeMs: r.max_runtime_ms,
     createdAt: date(r.created_at),
     updatedAt: date(r.updated_at),
+    ...(r.schedule_name != null && r.slot_at != null ? { scheduleName: r.schedule_name, slotAt: date(r.slot_at) } : {}),
   };
 }
 

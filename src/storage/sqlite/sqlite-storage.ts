@@ -23,6 +23,8 @@ import { SqliteDb } from './sqlite-db.js';
 import { checkPrefix } from './sqlite-migrations.js';
 import * as admin from './sqlite-admin.js';
 import * as fx from './sqlite-effects.js';
+import * as sched from './sqlite-schedules.js';
+import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert } from '../../core/schedules.js';
 import { jsonOrNull, toExpiredLease, toJobRow, toSqlId } from './sqlite-rows.js';
 import type { SqlExpired, SqlJob } from './sqlite-rows.js';
 import { JOB_SQL } from './sqlite-sql.js';
@@ -254,6 +256,21 @@ export class SqliteStorage implements Storage {
   async pruneWorkers(p: { silentForMs: number }): Promise<number> {
     return fx.pruneWorkers(this.conn, this.clock() - p.silentForMs);
   }
+
+  // --- schedules and locks: see sqlite-schedules.ts ----------------------------------------
+  async upsertSchedules(items: readonly ScheduleUpsert[]): Promise<ScheduleRow[]> { return sched.upsertSchedules(this.conn, this.clock(), items); }
+  async syncSchedules(items: readonly ScheduleUpsert[]): Promise<{ schedules: ScheduleRow[]; removed: string[] }> { return sched.syncSchedules(this.conn, this.clock(), items); }
+  async getSchedule(name: string): Promise<ScheduleRow | null> { return sched.getSchedule(this.conn, name); }
+  async listSchedules(): Promise<ScheduleRow[]> { return sched.listSchedules(this.conn); }
+  async removeSchedule(name: string): Promise<boolean> { return sched.removeSchedule(this.conn, name); }
+  async setScheduleEnabled(p: { name: string; enabled: boolean; nextRunAt?: Date | null }): Promise<ScheduleRow | null> { return sched.setScheduleEnabled(this.conn, this.clock(), p); }
+  async dueSchedules(p: { limit: number }): Promise<ScheduleRow[]> { return sched.dueSchedules(this.conn, this.clock(), p.limit); }
+  async fireSchedule(p: FireScheduleParams): Promise<FireScheduleResult> { return sched.fireSchedule(this.conn, this.clock(), p); }
+  async runScheduleNow(p: { name: string; job: ScheduledJob }): Promise<JobRow | null> { return sched.runScheduleNow(this.conn, this.clock(), p); }
+  async tryAcquireLock(p: AcquireLockParams): Promise<LockGrant | null> { return sched.tryAcquireLock(this.conn, this.clock(), p); }
+  async extendLock(p: { name: string; token: string; ttlMs: number }): Promise<boolean> { return sched.extendLock(this.conn, this.clock(), p); }
+  async releaseLock(p: { name: string; token: string }): Promise<boolean> { return sched.releaseLock(this.conn, this.clock(), p); }
+  async listLocks(p: { name?: string } = {}): Promise<LockRow[]> { return sched.listLocks(this.conn, this.clock(), p.name); }
 
   // --- helpers ------------------------------------------------------------------------------
 

@@ -1,0 +1,140 @@
+/**
+ * Distributed locks and semaphores on the database: named, with a TTL, an owner and a fencing
+ * token. `withLock` keeps the lock alive while `fn` runs (extending every third of the TTL) and
+ * aborts `fn`'s signal as soon as the lock is lost — a holder that was paused past its TTL
+ * learns it at its next extend, which the database rejects, and so does its release.
+ *
+ * Fencing: pass `lock.fence` to the resource you protect and have it refuse writes with a
+ * smaller fence than the largest it has seen; that is what makes a lock safe against a paused
+ * holder that wakes up after someone else took over.
+ */
+import { hostname } from 'node:os';
+import type { LockGrant } from '../core/index.js';
+import { LeaseholdError, validateLockParams } from '../core/index.js';
+import type { Storage } from '../core/storage.js';
+
+export interface LockOptions {
+  /** how long the lock holds without an extend (default 30 s) */
+  ttlMs?: number;
+  /** semaphore size: up to this many holders at once (default 1: a mutex) */
+  slots?: number;
+  /** shown in `locks list` (default host:pid) */
+  owner?: string;
+}
+
+export interface AcquireOptions extends LockOptions {
+  /** give up after this long with LOCK_TIMEOUT (default 0: one try, then LOCK_TIMEOUT) */
+  timeoutMs?: number;
+  /** between tries (default 100 ms, jittered) */
+  retryMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface Lock extends LockGrant {
+  readonly ttlMs: number;
+}
+
+export class LockTimeoutError extends LeaseholdError {
+  constructor(name: string, ms: number) {
+    super('LOCK_TIMEOUT', `could not acquire lock ${name} within ${ms} ms`);
+  }
+}
+
+export class LockLostError extends LeaseholdError {
+  constructor(name: string) {
+    super('LOCK_LOST', `lock ${name} was lost (expired or taken over); the work done under it may be stale`);
+  }
+}
+
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+
+export class Locks {
+  readonly #storage: Storage;
+  readonly #owner: string;
+
+  constructor(storage: Storage, opts: { owner?: string } = {}) {
+    this.#storage = storage;
+    this.#owner = opts.owner ?? `${hostname()}:${process.pid}`;
+  }
+
+  /** One try: the lock, or null when all its slots are held. */
+  async tryAcquire(name: string, opts: LockOptions = {}): Promise<Lock | null> {
+    const ttlMs = opts.ttlMs ?? 30_000;
+    const slots = opts.slots ?? 1;
+    validateLockParams({ name, ttlMs, slots });
+    const g = await this.#storage.tryAcquireLock({ name, owner: opts.owner ?? this.#owner, ttlMs, slots });
+    return g ? { ...g, ttlMs } : null;
+  }
+
+  /** Wait until acquired, or throw LockTimeoutError after `timeoutMs`. */
+  async acquire(name: string, opts: AcquireOptions = {}): Promise<Lock> {
+    const timeoutMs = opts.timeoutMs ?? 0;
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const lock = await this.tryAcquire(name, opts);
+      if (lock) return lock;
+      const left = until - Date.now();
+      if (left <= 0 || opts.signal?.aborted) throw new LockTimeoutError(name, timeoutMs);
+      await sleep(Math.min(left, (opts.retryMs ?? 100) * (0.5 + Math.random())), opts.signal);
+    }
+  }
+
+  /** Renew for another TTL; false when the lock is no longer ours. */
+  async extend(lock: Lock, ttlMs = lock.ttlMs): Promise<boolean> {
+    return this.#storage.extendLock({ name: lock.name, token: lock.token, ttlMs });
+  }
+
+  /** Let go; false when it was no longer ours (expired or taken over). */
+  async release(lock: Lock): Promise<boolean> {
+    return this.#storage.releaseLock({ name: lock.name, token: lock.token });
+  }
+
+  /**
+   * Acquire (waiting up to `timeoutMs`, default the TTL), run `fn` while extending the lock every
+   * third of its TTL, release. When an extend is rejected (or failing calls outlast the TTL),
+   * `fn`'s signal aborts with LockLostError and withLock rejects with it once `fn` settles.
+   */
+  async withLock<T>(name: string, opts: AcquireOptions, fn: (signal: AbortSignal, lock: Lock) => Promise<T> | T): Promise<T> {
+    const lock = await this.acquire(name, { ...opts, timeoutMs: opts.timeoutMs ?? opts.ttlMs ?? 30_000 });
+    const ac = new AbortController();
+    let expiresAt = Date.now() + lock.ttlMs;
+    const lose = () => ac.abort(new LockLostError(name));
+    const timer = setInterval(() => {
+      if (ac.signal.aborted) return;
+      const sentAt = Date.now();
+      this.extend(lock).then(
+        (ok) => (ok ? (expiresAt = sentAt + lock.ttlMs) : lose()),
+        () => {
+          if (Date.now() >= expiresAt) lose();
+        },
+      );
+    }, Math.max(10, Math.floor(lock.ttlMs / 3)));
+    const expiry = setInterval(() => Date.now() >= expiresAt && lose(), Math.max(10, Math.floor(lock.ttlMs / 6)));
+    try {
+      const out = await fn(ac.signal, lock);
+      if (ac.signal.aborted) throw ac.signal.reason;
+      return out;
+    } finally {
+      clearInterval(timer);
+      clearInterval(expiry);
+      if (!ac.signal.aborted) await this.release(lock).catch(() => false);
+    }
+  }
+
+  list(name?: string) {
+    return this.#storage.listLocks(name === undefined ? {} : { name });
+  }
+}
+
+export function createLocks(storage: Storage, opts?: { owner?: string }): Locks {
+  return new Locks(storage, opts);
+}

@@ -1,0 +1,103 @@
+/**
+ * Distributed locks and semaphores: mutual exclusion under concurrent acquirers on several
+ * connections, TTL expiry, stale tokens rejected, fences increasing, and a semaphore of 3 never
+ * holding 4. TTLs expire in real time (a server's clock cannot be faked).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { LockGrant } from '../../src/core/schedules.js';
+import type { Storage } from '../../src/core/storage.js';
+import type { ConformanceHarness } from './index.js';
+import { sleep, uniq, useDb } from './helpers.js';
+
+async function connections(connectAnother: () => Promise<Storage>, n: number): Promise<Storage[]> {
+  const out: Storage[] = [];
+  for (let i = 0; i < n; i++) out.push(await connectAnother());
+  return out;
+}
+
+export function lockTests(h: ConformanceHarness): void {
+  describe('locks', () => {
+    const db = useDb(h);
+
+    it('a mutex: second acquire fails while held; release frees it; fences increase', async () => {
+      const s = db.storage;
+      const name = uniq('lock');
+      const a = await s.tryAcquireLock({ name, owner: 'a', ttlMs: 30_000, slots: 1 });
+      assert.ok(a);
+      assert.equal(a.slot, 0);
+      assert.ok(a.token.length >= 32, 'token has at least 128 bits');
+      assert.equal(await s.tryAcquireLock({ name, owner: 'b', ttlMs: 30_000, slots: 1 }), null);
+      const [row] = await s.listLocks({ name });
+      assert.equal(row?.owner, 'a');
+      assert.equal(row?.fence, a.fence);
+      assert.equal(row?.expired, false);
+      assert.ok(Math.abs(row!.expiresAt.getTime() - a.expiresAt.getTime()) < 5);
+      assert.equal(await s.extendLock({ name, token: a.token, ttlMs: 60_000 }), true);
+      assert.equal(await s.releaseLock({ name, token: a.token }), true);
+      assert.equal(await s.releaseLock({ name, token: a.token }), false, 'a second release is stale');
+      assert.equal(await s.extendLock({ name, token: a.token, ttlMs: 1000 }), false, 'extend after release is stale');
+      assert.deepEqual(await s.listLocks({ name }), []);
+      const b = await s.tryAcquireLock({ name, owner: 'b', ttlMs: 30_000, slots: 1 });
+      assert.ok(b && b.fence > a.fence, 'fence increases');
+      assert.notEqual(b.token, a.token);
+    });
+
+    it('TTL expiry lets another acquire; the old holder cannot extend or release', async () => {
+      const s = db.storage;
+      const name = uniq('ttl');
+      const old = await s.tryAcquireLock({ name, owner: 'old', ttlMs: 80, slots: 1 });
+      assert.ok(old);
+      await sleep(160);
+      assert.equal((await s.listLocks({ name }))[0]?.expired, true, 'listed as expired');
+      assert.equal(await s.extendLock({ name, token: old.token, ttlMs: 30_000 }), false, 'an expired holding cannot be extended');
+      const other = await (await db.connectAnother()).tryAcquireLock({ name, owner: 'new', ttlMs: 30_000, slots: 1 });
+      assert.ok(other && other.fence > old.fence);
+      assert.equal(await s.extendLock({ name, token: old.token, ttlMs: 30_000 }), false);
+      assert.equal(await s.releaseLock({ name, token: old.token }), false);
+      assert.equal((await s.listLocks({ name }))[0]?.owner, 'new', 'the new holder keeps it');
+    });
+
+    it('a wrong name or token changes nothing', async () => {
+      const s = db.storage;
+      const name = uniq('wrong');
+      const a = await s.tryAcquireLock({ name, owner: 'a', ttlMs: 30_000, slots: 1 });
+      assert.ok(a);
+      assert.equal(await s.extendLock({ name: uniq('other'), token: a.token, ttlMs: 1 }), false);
+      assert.equal(await s.releaseLock({ name, token: 'not-a-token' }), false);
+      assert.equal((await s.listLocks({ name })).length, 1);
+    });
+
+    it('race: 8 connections acquire one mutex at once: exactly one wins; fences unique and increasing', async () => {
+      const name = uniq('race-lock');
+      const conns = await connections(() => db.connectAnother(), 8);
+      const fences: number[] = [];
+      for (let round = 0; round < 5; round++) {
+        const grants = await Promise.all(conns.map((c, i) => c.tryAcquireLock({ name, owner: `c${i}`, ttlMs: 30_000, slots: 1 })));
+        const won = grants.filter((g): g is LockGrant => g !== null);
+        assert.equal(won.length, 1, `round ${round}: exactly one holder`);
+        fences.push(won[0]!.fence);
+        assert.equal(await db.storage.releaseLock({ name, token: won[0]!.token }), true);
+      }
+      assert.deepEqual(fences, [...fences].sort((a, b) => a - b));
+      assert.equal(new Set(fences).size, fences.length);
+    });
+
+    it('race: a semaphore of 3 under 8 concurrent acquirers never has 4 holders', async () => {
+      const name = uniq('sem');
+      const conns = await connections(() => db.connectAnother(), 8);
+      for (let round = 0; round < 4; round++) {
+        const grants = (await Promise.all(conns.map((c, i) => c.tryAcquireLock({ name, owner: `c${i}`, ttlMs: 30_000, slots: 3 })))).filter((g): g is LockGrant => g !== null);
+        assert.equal(grants.length, 3, `round ${round}: three holders`);
+        assert.deepEqual(grants.map((g) => g.slot).sort(), [0, 1, 2]);
+        assert.equal((await db.storage.listLocks({ name })).filter((l) => !l.expired).length, 3);
+        assert.equal(await db.storage.tryAcquireLock({ name, owner: 'late', ttlMs: 30_000, slots: 3 }), null);
+        // free one: exactly one more may enter
+        assert.equal(await db.storage.releaseLock({ name, token: grants[0]!.token }), true);
+        const again = (await Promise.all(conns.map((c) => c.tryAcquireLock({ name, owner: 'again', ttlMs: 30_000, slots: 3 })))).filter((g) => g !== null);
+        assert.equal(again.length, 1);
+        for (const g of [...grants.slice(1), ...again]) await db.storage.releaseLock({ name, token: g!.token });
+      }
+    });
+  });
+}
