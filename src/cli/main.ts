@@ -15,6 +15,7 @@ import { jobDetail, jobsTable, table, iso } from './format.js';
 import { parseDate, parseDuration, parseId, parseIntIn } from './parse.js';
 import { registerWorkerCommands } from './worker-commands.js';
 import { registerScheduleCommands } from './schedule-commands.js';
+import { registerDashboardCommand } from './dashboard-command.js';
 
 export interface GlobalOpts {
   db: string;
@@ -139,6 +140,7 @@ export function buildProgram(): Command {
 
   registerWorkerCommands(program);
   registerScheduleCommands(program);
+  registerDashboardCommand(program);
   return program;
 }
 

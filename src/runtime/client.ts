@@ -13,6 +13,7 @@ import {
   buildNewJob,
 } from '../core/index.js';
 import type { AttemptRow, EffectRow, JobCount, JobQuery, JobRow, NewJob, Storage, WorkerRow } from '../core/storage.js';
+import type { LockRow, ScheduleRow } from '../core/schedules.js';
 import { LocalBus } from './env.js';
 import type { AnyJobDefinition, JobDefinition } from './job-definition.js';
 import { JobRegistry, validateWithSchema } from './job-definition.js';
@@ -120,6 +121,16 @@ export class Client {
 
   listWorkers(): Promise<WorkerRow[]> {
     return this.storage.listWorkers();
+  }
+
+  /** Every schedule, with its next and last run. */
+  listSchedules(): Promise<ScheduleRow[]> {
+    return this.storage.listSchedules();
+  }
+
+  /** Locks and semaphore slots currently held: holder, since when, expires when. */
+  listLocks(params?: { name?: string }): Promise<LockRow[]> {
+    return this.storage.listLocks(params);
   }
 
   listEffects(params: { jobId?: string; limit?: number } = {}): Promise<EffectRow[]> {

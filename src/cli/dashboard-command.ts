@@ -1,0 +1,57 @@
+/**
+ * `leasehold dashboard`: serve the web dashboard on the database from --db until SIGTERM/SIGINT.
+ * Loopback (127.0.0.1, the default) needs no token; any other --host requires one, from
+ * --token or (better: not visible in `ps`) LEASEHOLD_DASHBOARD_TOKEN.
+ */
+import type { Command } from 'commander';
+import { Option } from 'commander';
+import { ValidationError } from '../core/index.js';
+import { createClient } from '../runtime/client.js';
+import { serveDashboard } from '../dashboard/index.js';
+import { openStorage } from '../storage/open.js';
+import type { GlobalOpts } from './main.js';
+import { parseIntIn } from './parse.js';
+
+interface DashboardOpts {
+  port: number;
+  host: string;
+  token?: string;
+  basePath?: string;
+}
+
+export function registerDashboardCommand(program: Command): void {
+  program
+    .command('dashboard')
+    .description('serve the web dashboard (jobs, attempts, workers; retry and cancel) until SIGTERM/SIGINT')
+    .option('--port <n>', 'TCP port', parseIntIn(0, 65535), 8080)
+    .option('--host <addr>', 'interface to listen on; anything but loopback requires a token', '127.0.0.1')
+    .addOption(new Option('--token <token>', 'require this token (Bearer header or login form); at least 16 characters').env('LEASEHOLD_DASHBOARD_TOKEN'))
+    .option('--base-path <path>', 'serve under this path, e.g. /jobs (behind a reverse proxy)')
+    .action(async (o: DashboardOpts, cmd: Command) => {
+      const { db } = cmd.optsWithGlobals<GlobalOpts>();
+      const storage = await openStorage(db);
+      try {
+        if ((await storage.schemaVersion()) === 0) throw new ValidationError('INVALID_OPTION', `${storage.dialect} database has no leasehold tables: run \`leasehold migrate\` first`);
+        let running;
+        try {
+          running = await serveDashboard({ client: createClient({ storage }), port: o.port, host: o.host, token: o.token, basePath: o.basePath });
+        } catch (e) {
+          if (e instanceof TypeError) throw new ValidationError('INVALID_OPTION', e.message);
+          throw e;
+        }
+        process.stdout.write(`leasehold dashboard on ${running.url}${o.token ? ' (token required)' : ''}; Ctrl-C to stop\n`);
+        await new Promise<void>((resolve) => {
+          const stop = () => {
+            process.off('SIGTERM', stop);
+            process.off('SIGINT', stop);
+            resolve();
+          };
+          process.on('SIGTERM', stop);
+          process.on('SIGINT', stop);
+        });
+        await running.close();
+      } finally {
+        await storage.close();
+      }
+    });
+}

@@ -1,0 +1,9 @@
+/**
+ * The web dashboard: overview, jobs, job detail with every attempt, retry and cancel.
+ * `createDashboard` returns a Hono app (mount it, or call its `fetch` from any server);
+ * `serveDashboard` runs it standalone. See docs/dashboard.md.
+ */
+export { createDashboard } from './app.js';
+export type { DashboardClient, DashboardOptions } from './app.js';
+export { serveDashboard } from './serve.js';
+export type { RunningDashboard, ServeDashboardOptions } from './serve.js';

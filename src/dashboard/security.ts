@@ -1,0 +1,98 @@
+/**
+ * The dashboard's security primitives, with no HTTP framework in them: which hosts count as
+ * loopback, constant-time token checks, the signed session cookie, and CSRF tokens bound to
+ * that session.
+ *
+ * Model: a random session id lives in an HttpOnly, SameSite=Strict cookie. The CSRF token in
+ * every form is HMAC(key, "csrf:" + sid); a cross-site page can neither read the cookie nor
+ * compute the HMAC. With a dashboard token, login sets a second cookie HMAC(key, "auth:" + sid
+ * + expiry), so it is bound to that session and expires. The key is derived from the token (so
+ * sessions survive restarts and work across replicas), or random per process without a token.
+ */
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export const SESSION_COOKIE = 'leasehold_sid';
+export const AUTH_COOKIE = 'leasehold_auth';
+/** how long a login lasts */
+export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+
+/** localhost, 127.0.0.0/8, ::1 (with or without brackets). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  return h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1' || /^127(\.\d{1,3}){3}$/.test(h) || h === '::ffff:127.0.0.1';
+}
+
+/** The hostname part of a Host header value (`example.com:8080`, `[::1]:80`). */
+export function hostnameOf(hostHeader: string): string {
+  const m = /^\[([^\]]*)\](?::\d+)?$/.exec(hostHeader);
+  if (m) return m[1] ?? '';
+  const i = hostHeader.lastIndexOf(':');
+  return i >= 0 && hostHeader.indexOf(':') === i ? hostHeader.slice(0, i) : hostHeader;
+}
+
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+/** Constant-time string equality (hashing first, so lengths leak nothing either). */
+export function safeEqual(a: string, b: string): boolean {
+  return timingSafeEqual(digest(a), digest(b));
+}
+
+/** What the dashboard accepts as a token: long enough to resist guessing. */
+export function checkTokenStrength(token: string): void {
+  if (typeof token !== 'string' || token.length < 16 || /\s/.test(token)) {
+    throw new TypeError('dashboard token must be at least 16 characters without spaces (try: openssl rand -hex 24)');
+  }
+}
+
+export class Secrets {
+  readonly #key: Buffer;
+  readonly #token: string | undefined;
+
+  constructor(token: string | undefined) {
+    this.#token = token;
+    this.#key = token === undefined ? randomBytes(32) : createHmac('sha256', token).update('leasehold-dashboard-v1').digest();
+  }
+
+  get tokenRequired(): boolean {
+    return this.#token !== undefined;
+  }
+
+  checkToken(candidate: string): boolean {
+    return this.#token !== undefined && safeEqual(candidate, this.#token);
+  }
+
+  #mac(data: string): string {
+    return createHmac('sha256', this.#key).update(data).digest('base64url');
+  }
+
+  newSessionId(): string {
+    return randomBytes(24).toString('base64url');
+  }
+
+  /** A session id as it must look (we only ever mint 24 random bytes, base64url). */
+  static validSessionId(sid: string | undefined): sid is string {
+    return typeof sid === 'string' && /^[A-Za-z0-9_-]{32}$/.test(sid);
+  }
+
+  csrfFor(sid: string): string {
+    return this.#mac(`csrf:${sid}`);
+  }
+
+  checkCsrf(sid: string, candidate: unknown): boolean {
+    return typeof candidate === 'string' && safeEqual(candidate, this.csrfFor(sid));
+  }
+
+  /** The auth cookie value for a logged-in session: `expiresAtMs.mac`. */
+  authFor(sid: string, nowMs: number): string {
+    const exp = nowMs + SESSION_TTL_MS;
+    return `${exp}.${this.#mac(`auth:${sid}:${exp}`)}`;
+  }
+
+  checkAuth(sid: string, value: string | undefined, nowMs: number): boolean {
+    if (!this.tokenRequired || typeof value !== 'string') return false;
+    const m = /^(\d{1,16})\.([A-Za-z0-9_-]{43})$/.exec(value);
+    if (!m) return false;
+    const exp = Number(m[1]);
+    return exp > nowMs && safeEqual(m[2] ?? '', this.#mac(`auth:${sid}:${exp}`));
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * Helpers for the dashboard tests: a storage with a few jobs in known states (one dead with an
+ * attacker-style `<script>` payload and error), cookie handling for `app.request`, and
+ * extraction of the CSRF token from a rendered page.
+ */
+import type { Storage } from '../../src/core/storage.js';
+import { Client } from '../../src/runtime/client.js';
+
+export const XSS = '<script>alert(1)</script>';
+
+export interface Seeded {
+  client: Client;
+  deadId: string;
+  queuedId: string;
+  succeededId: string;
+}
+
+/** Enqueue and drive jobs through storage directly (no worker): deterministic and fast. */
+export async function seed(storage: Storage): Promise<Seeded> {
+  const client = new Client({ storage });
+  const dead = await client.enqueue('send-email', { to: 'a@example.com', note: XSS }, { maxAttempts: 1 });
+  const ok = await client.enqueue('report', { day: '2026-01-01' });
+  const queued = await client.enqueue('send-email', { to: 'b@example.com' }, { delayMs: 3_600_000 });
+  await client.enqueue('orphan-type', { n: 1 });
+  const claimed = await storage.claimJobs({ workerId: 'w-test', types: ['send-email', 'report'], queues: null, limit: 10, leaseMs: 30_000 });
+  const byId = new Map(claimed.map((j) => [j.id, j]));
+  const d = byId.get(dead.id)!;
+  const s = byId.get(ok.id)!;
+  const error = { code: 'HANDLER_ERROR', message: `mail provider said ${XSS}`, stack: `Error: ${XSS}\n    at handler (jobs.ts:1:1)` };
+  await storage.finishJobs([
+    { id: d.id, leaseToken: d.leaseToken, status: 'dead', error, attempt: { outcome: 'dead', error } },
+    { id: s.id, leaseToken: s.leaseToken, status: 'succeeded', attempt: { outcome: 'succeeded' } },
+  ]);
+  return { client, deadId: dead.id, queuedId: queued.id, succeededId: ok.id };
+}
+
+/** A tiny cookie jar for `app.request`. */
+export class Jar {
+  readonly cookies = new Map<string, string>();
+
+  absorb(res: Response): Response {
+    for (const line of res.headers.getSetCookie()) {
+      const [pair] = line.split(';');
+      const i = pair!.indexOf('=');
+      const name = pair!.slice(0, i).trim();
+      const value = pair!.slice(i + 1).trim();
+      if (value === '' || /max-age=0/i.test(line)) this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+    return res;
+  }
+
+  header(): string {
+    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+  }
+}
+
+export function csrfOf(page: string): string {
+  const m = /name="csrf" value="([^"]+)"/.exec(page);
+  if (!m) throw new Error('no csrf field on the page');
+  return m[1]!;
+}
+
+export function form(fields: Record<string, string>): URLSearchParams {
+  return new URLSearchParams(fields);
+}
