@@ -259,8 +259,11 @@ describe('dashboard: mounting and extras', () => {
   });
 
   test('schedules appear when the client has listSchedules', async () => {
-    const without = await get(createDashboard({ client: s.client }), '/schedules');
+    const bare = Object.assign(Object.create(s.client) as typeof s.client, { listSchedules: undefined });
+    const without = await get(createDashboard({ client: bare }), '/schedules');
     assert.equal(without.res.status, 404);
+    const real = await get(createDashboard({ client: s.client }), '/schedules');
+    assert.equal(real.res.status, 200, 'the client lists schedules');
     const now = new Date();
     const client = Object.assign(Object.create(s.client) as typeof s.client, {
       listSchedules: async () => [
