@@ -60,6 +60,8 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
 export class Locks {
   readonly #storage: Storage;
   readonly #owner: string;
+  /** when the acquire that granted a lock was sent: its TTL cannot have started earlier */
+  readonly #sentAt = new WeakMap<Lock, number>();
 
   constructor(storage: Storage, opts: { owner?: string } = {}) {
     this.#storage = storage;
@@ -71,8 +73,12 @@ export class Locks {
     const ttlMs = opts.ttlMs ?? 30_000;
     const slots = opts.slots ?? 1;
     validateLockParams({ name, ttlMs, slots });
+    const sentAt = Date.now();
     const g = await this.#storage.tryAcquireLock({ name, owner: opts.owner ?? this.#owner, ttlMs, slots });
-    return g ? { ...g, ttlMs } : null;
+    if (!g) return null;
+    const lock = { ...g, ttlMs };
+    this.#sentAt.set(lock, sentAt);
+    return lock;
   }
 
   /** Wait until acquired, or throw LockTimeoutError after `timeoutMs`. */
@@ -106,26 +112,39 @@ export class Locks {
   async withLock<T>(name: string, opts: AcquireOptions, fn: (signal: AbortSignal, lock: Lock) => Promise<T> | T): Promise<T> {
     const lock = await this.acquire(name, { ...opts, timeoutMs: opts.timeoutMs ?? opts.ttlMs ?? 30_000 });
     const ac = new AbortController();
-    let expiresAt = Date.now() + lock.ttlMs;
+    // The lock is presumed lost a little before TTL after the request that last granted or
+    // extended it was SENT (the database started the TTL no earlier), so fn hears of the loss
+    // before the database can grant the lock to anyone else.
+    const margin = Math.min(1_000, Math.floor(lock.ttlMs / 10));
+    let expiresAt = (this.#sentAt.get(lock) ?? Date.now()) + lock.ttlMs - margin;
     const lose = () => ac.abort(new LockLostError(name));
+    let expiry: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(expiry);
+      expiry = setTimeout(lose, Math.max(0, expiresAt - Date.now()));
+    };
+    arm();
     const timer = setInterval(() => {
       if (ac.signal.aborted) return;
       const sentAt = Date.now();
       this.extend(lock).then(
-        (ok) => (ok ? (expiresAt = sentAt + lock.ttlMs) : lose()),
-        () => {
-          if (Date.now() >= expiresAt) lose();
+        (ok) => {
+          if (!ok) return lose();
+          if (sentAt + lock.ttlMs - margin > expiresAt && !ac.signal.aborted) {
+            expiresAt = sentAt + lock.ttlMs - margin;
+            arm();
+          }
         },
+        () => undefined, // a failing call: the expiry timer decides
       );
     }, Math.max(10, Math.floor(lock.ttlMs / 3)));
-    const expiry = setInterval(() => Date.now() >= expiresAt && lose(), Math.max(10, Math.floor(lock.ttlMs / 6)));
     try {
       const out = await fn(ac.signal, lock);
       if (ac.signal.aborted) throw ac.signal.reason;
       return out;
     } finally {
       clearInterval(timer);
-      clearInterval(expiry);
+      clearTimeout(expiry);
       if (!ac.signal.aborted) await this.release(lock).catch(() => false);
     }
   }

@@ -143,6 +143,8 @@ export class Worker {
 
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new Error(`worker ${this.id} was already started`);
+    // Declared schedules first: a bad one throws here, before anything is registered or started.
+    await this.#scheduler?.sync();
     this.#state = 'running';
     const os = await import('node:os');
     await this.#storage.registerWorker({ id: this.id, host: os.hostname(), pid: process.pid, version: VERSION, queues: this.#queues, types: this.registry.types });

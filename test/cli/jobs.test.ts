@@ -28,7 +28,7 @@ describe('leasehold enqueue / jobs / retry / cancel', () => {
 
   test('enqueue with every flag, then jobs list --json and jobs show', async () => {
     const before = Date.now();
-    const r = await run('enqueue', 'hello', '{"a":1}', '--delay', '10s', '--queue', 'q', '--priority', '3', '--max-attempts', '2', '--key', 'k', '--json');
+    const r = await run('enqueue', 'hello', '{"a":1}', '--delay', '2h', '--queue', 'q', '--priority', '3', '--max-attempts', '2', '--key', 'k', '--json');
     assert.equal(r.code, 0, r.stderr);
     const job = JSON.parse(r.stdout) as JsonJob;
     assert.equal(job.created, true);
@@ -40,7 +40,7 @@ describe('leasehold enqueue / jobs / retry / cancel', () => {
     assert.equal(job.idempotencyKey, 'k');
     assert.equal(job.status, 'queued');
     const delay = Date.parse(job.runAt) - Date.parse(job.createdAt);
-    assert.ok(Math.abs(delay - 10_000) <= 50, `run_at is 10 s after created_at (${delay} ms)`);
+    assert.ok(Math.abs(delay - 7_200_000) <= 50, `run_at is 2 h after created_at (${delay} ms)`);
     assert.ok(Date.parse(job.runAt) > before + 9_000);
 
     const list = await run('jobs', 'list', '--json');

@@ -35,8 +35,8 @@ export function cli(args: string[], opts: { env?: Record<string, string>; timeou
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`leasehold ${args.join(' ')} did not exit within ${opts.timeoutMs ?? 15_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, opts.timeoutMs ?? 15_000);
+      reject(new Error(`leasehold ${args.join(' ')} did not exit within ${opts.timeoutMs ?? 60_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, opts.timeoutMs ?? 60_000);
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);

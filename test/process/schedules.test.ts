@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { upsertSchedule } from '../../src/runtime/scheduler.js';
 import { openStorage } from '../../src/storage/open.js';
 import { serverFor } from '../support/databases.js';
@@ -42,8 +43,19 @@ describe('four scheduler processes, one every-second schedule for 20 s', () => {
   it('PostgreSQL: one job per slot, no duplicate, no gap', { timeout: 60_000 }, async (t) => {
     const url = await serverFor('postgres', 'scheduler processes on postgres');
     if (url === null) return t.skip('postgres unreachable');
+    const schema = `lh_sched_${Date.now()}`;
     const u = new URL(url);
-    u.searchParams.set('schema', `lh_sched_${Date.now()}`);
-    await fourSchedulers(u.toString());
+    u.searchParams.set('schema', schema);
+    try {
+      await fourSchedulers(u.toString());
+    } finally {
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      try {
+        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      } finally {
+        await admin.end();
+      }
+    }
   });
 });
