@@ -11,11 +11,12 @@ import {
   LeaseholdError,
   NotSupportedError,
   PermanentFailure,
+  TransientStorageError,
   decideFinish,
   errorInfo,
   isJobOutcome,
 } from '../core/index.js';
-import type { ClaimedJob, FinishResult, FinishParams, Storage } from '../core/storage.js';
+import type { ClaimedJob, EffectParams, FinishResult, FinishParams, Storage } from '../core/storage.js';
 import type { Logger } from './env.js';
 import type { JobContext, JobDefinition } from './job-definition.js';
 import { validateWithSchema } from './job-definition.js';
@@ -153,7 +154,7 @@ export class Attempt {
           return r.result as T;
         }
         const result = await fn();
-        if (!(await this.deps.storage.completeEffect({ ...params, result: result === undefined ? null : result }))) {
+        if (!(await recordEffect(this.deps.storage, { ...params, result: result === undefined ? null : result }))) {
           log.error({ event: 'effect.unrecorded', key }, 'effect ran but the lease was lost before it was recorded');
           throw new LeaseLostError(this.job.id, `record of effect ${key}`);
         }
@@ -216,6 +217,29 @@ function classify(s: Settled): AttemptResult {
   }
   if (s.error instanceof PermanentFailure) return { kind: 'permanent', error: errorInfo(s.error) };
   return { kind: 'error', error: s.error };
+}
+
+const RECORD_RETRY_MS = [50, 200, 1_000, 3_000];
+
+/**
+ * Record a performed effect. The effect already happened, so a dropped connection must not
+ * lose its record (the retry would perform it again): transient errors are retried, which is
+ * safe since the write is fenced by the lease. A retry that finds nothing pending asks whether
+ * the earlier write landed before its connection dropped.
+ */
+async function recordEffect(storage: Storage, p: EffectParams & { result: unknown }): Promise<boolean> {
+  for (let i = 0; ; i++) {
+    try {
+      if (await storage.completeEffect(p)) return true;
+      if (i === 0) return false;
+      const effects = await storage.listEffects({ jobId: p.jobId, limit: 1_000 });
+      return effects.some((e) => e.key === p.key && e.state === 'done');
+    } catch (e) {
+      const wait = RECORD_RETRY_MS[i];
+      if (!(e instanceof TransientStorageError) || wait === undefined) throw e;
+      await delay(wait);
+    }
+  }
 }
 
 function delay(ms: number): Promise<void> {

@@ -1,12 +1,12 @@
 /**
  * Shared helpers for the process-level tests: spawn the real `leasehold` CLI (from source,
- * through tsx), collect its JSON log lines and wait for events, open the same SQLite file from
- * the test to inspect jobs, attempts and effects, and clean up every child and temp dir.
+ * through tsx), collect its JSON log lines and wait for events, open the same database (SQLite,
+ * PostgreSQL or MySQL: support-db.ts) from the test to inspect jobs, attempts and effects, and
+ * clean up every child, temp dir, schema and database.
  *
  * Nothing here sleeps-and-hopes: every wait is for a log event or a database state, bounded
  * by a timeout that fails the test with what was seen so far.
  */
-import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -15,10 +15,17 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import type { AttemptRow, JobStatus } from '../../src/core/index.js';
+import type { Storage } from '../../src/core/storage.js';
 import { createClient } from '../../src/runtime/client.js';
 import type { Client } from '../../src/runtime/client.js';
-import { sqliteStorage } from '../../src/storage/sqlite/index.js';
-import type { SqliteStorage } from '../../src/storage/sqlite/index.js';
+import { openStorage } from '../../src/storage/open.js';
+import type { DbKind, ProvisionedDb } from './support-db.js';
+import { provisionDb } from './support-db.js';
+import { pause, waitUntil } from './support-checks.js';
+
+export type { DbKind, DbTarget } from './support-db.js';
+export { DB_KINDS, SERVER_KINDS, dbTargets } from './support-db.js';
+export { assertNoOverlap, pause, tally, verifyDrain, waitForSucceeded, waitUntil } from './support-checks.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const ROOT = path.resolve(here, '../..');
@@ -183,32 +190,61 @@ export async function killAll(): Promise<void> {
   await Promise.all(procs.map((p) => p.exited));
 }
 
-/** A temp dir with a migrated SQLite file, an outbox and a report file, and a client on it. */
+/**
+ * A temp dir (outbox, report file) and a fresh migrated database of one kind — a SQLite file, a
+ * PostgreSQL schema or a MySQL database (support-db.ts) — with a storage and a client on it.
+ */
 export class Sandbox {
   readonly dir: string;
+  /** SQLite: the database file ('' for the server kinds) */
   readonly dbPath: string;
   readonly outbox: string;
   readonly report: string;
-  readonly storage: SqliteStorage;
+  readonly storage: Storage;
   readonly client: Client;
 
-  private constructor() {
-    this.dir = mkdtempSync(path.join(tmpdir(), 'leasehold-proc-'));
-    this.dbPath = path.join(this.dir, 'jobs.db');
+  private constructor(
+    readonly database: ProvisionedDb,
+    dir: string,
+    storage: Storage,
+  ) {
+    this.dir = dir;
+    this.dbPath = database.kind === 'sqlite' ? database.name : '';
     this.outbox = path.join(this.dir, 'outbox.jsonl');
     this.report = path.join(this.dir, 'report.jsonl');
-    this.storage = sqliteStorage({ path: this.dbPath });
+    this.storage = storage;
     this.client = createClient({ storage: this.storage });
   }
 
-  static async create(): Promise<Sandbox> {
-    const s = new Sandbox();
-    await s.storage.migrate();
-    return s;
+  /** SQLite by default; a server kind needs its URL (from `dbTargets`). */
+  static async create(kind: DbKind = 'sqlite', server: string | null = null): Promise<Sandbox> {
+    const dir = mkdtempSync(path.join(tmpdir(), 'leasehold-proc-'));
+    let database: ProvisionedDb | undefined;
+    try {
+      database = await provisionDb(kind, server, dir);
+      const storage = await openStorage(database.testUrl, { poolSize: 4 });
+      const s = new Sandbox(database, dir, storage);
+      await storage.migrate();
+      return s;
+    } catch (e) {
+      await database?.drop().catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+      throw e;
+    }
   }
 
+  get kind(): DbKind {
+    return this.database.kind;
+  }
+
+  /** The URL workers get via --db. */
+  get url(): string {
+    return this.database.url;
+  }
+
+  /** Same as `url` (the name the SQLite-only scenarios use). */
   get db(): string {
-    return `sqlite:${this.dbPath}`;
+    return this.database.url;
   }
 
   get env(): Record<string, string> {
@@ -217,7 +253,7 @@ export class Sandbox {
 
   /** `leasehold --db … <args>` with the fixture env. */
   cli(args: string[], env: Record<string, string> = {}): CliProcess {
-    return new CliProcess(['--db', this.db, ...args], { ...this.env, ...env });
+    return new CliProcess(['--db', this.url, ...args], { ...this.env, ...env });
   }
 
   /** A worker on the fixture handlers with short leases; resolves once it logged worker.started. */
@@ -252,11 +288,27 @@ export class Sandbox {
     return out;
   }
 
+  /** Every attempt row, grouped by job id (one query on the server kinds). */
+  async attemptsByJob(): Promise<Map<string, AttemptRow[]>> {
+    const rows: AttemptRow[] = [];
+    if (this.database.allAttempts) rows.push(...(await this.database.allAttempts()));
+    else for (const job of await this.storage.listJobs({ limit: 1_000_000 })) rows.push(...(await this.storage.listAttempts(job.id)));
+    const out = new Map<string, AttemptRow[]>();
+    for (const a of rows) out.set(a.jobId, [...(out.get(a.jobId) ?? []), a]);
+    return out;
+  }
+
+  /** Kill every server connection of the workers; resolves to how many (server kinds only). */
+  killConnections(): Promise<number> {
+    return this.database.killConnections();
+  }
+
   /**
    * Is SQLite's write lock free right now? False while another process holds it (e.g. one we
    * SIGSTOPped in the middle of a transaction).
    */
   writeLockFree(): boolean {
+    if (this.kind !== 'sqlite') throw new Error('writeLockFree: SQLite only');
     const db = new Database(this.dbPath, { timeout: 250 });
     try {
       db.exec('BEGIN IMMEDIATE');
@@ -270,16 +322,25 @@ export class Sandbox {
   }
 
   async close(): Promise<void> {
-    await this.storage.close();
-    rmSync(this.dir, { recursive: true, force: true });
+    try {
+      await this.storage.close();
+    } finally {
+      await this.database.drop();
+      rmSync(this.dir, { recursive: true, force: true });
+    }
   }
 }
 
 /**
- * SIGSTOP `p` at a moment it does not hold SQLite's write lock (a process frozen inside a
- * transaction would block every other process on the file: SQLite's limit, not the one tested).
+ * SIGSTOP `p`. On SQLite, at a moment it does not hold the write lock (a process frozen inside a
+ * transaction would block every other process on the file: SQLite's limit, not the one
+ * tested); the server kinds lock rows, not the database, so any moment will do.
  */
 export async function freeze(p: CliProcess, sandbox: Sandbox): Promise<void> {
+  if (sandbox.kind !== 'sqlite') {
+    p.signal('SIGSTOP');
+    return;
+  }
   for (let i = 0; i < 20; i++) {
     p.signal('SIGSTOP');
     if (sandbox.writeLockFree()) return;
@@ -295,66 +356,4 @@ function readJsonLines<T>(file: string): T[] {
     .split('\n')
     .filter((l) => l.trim())
     .map((l) => JSON.parse(l) as T);
-}
-
-export function pause(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-/** Poll `probe` until it returns a truthy value; fail after `timeoutMs` with `what` and the last value. */
-export async function waitUntil<T>(what: string, probe: () => Promise<T> | T, timeoutMs = 15_000, everyMs = 50): Promise<NonNullable<T>> {
-  const until = Date.now() + timeoutMs;
-  let last: T | undefined;
-  for (;;) {
-    last = await probe();
-    if (last) return last as NonNullable<T>;
-    if (Date.now() >= until) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what} (last: ${JSON.stringify(last)})`);
-    await pause(everyMs);
-  }
-}
-
-/**
- * Wait until `total` jobs have succeeded; fail early when the count stops moving for `stallMs`
- * (a wedged drain should not cost the whole timeout), with the status counts in the message.
- */
-export async function waitForSucceeded(sb: Sandbox, total: number, timeoutMs = 90_000, stallMs = 15_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  let last = -1;
-  let movedAt = Date.now();
-  for (;;) {
-    const counts = await sb.statusCounts();
-    const n = counts.succeeded ?? 0;
-    if (n >= total) return;
-    if (n !== last) {
-      last = n;
-      movedAt = Date.now();
-    }
-    if (Date.now() - movedAt > stallMs) throw new Error(`no job finished for ${stallMs} ms; stuck at ${JSON.stringify(counts)}`);
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${total} successes; at ${JSON.stringify(counts)}`);
-    await pause(100);
-  }
-}
-
-/**
- * No job ran under two valid leases: each attempt holds its lease from startedAt until it was
- * closed (finishedAt), and no two of one job's attempts overlap. Every attempt must be closed.
- */
-export function assertNoOverlap(jobId: string, attempts: AttemptRow[]): void {
-  const sorted = [...attempts].sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime());
-  for (const a of sorted) assert.ok(a.finishedAt, `job ${jobId}: attempt ${a.attempt} was never closed (outcome ${a.outcome})`);
-  for (let i = 1; i < sorted.length; i++) {
-    const prev = sorted[i - 1]!;
-    const cur = sorted[i]!;
-    assert.ok(
-      prev.finishedAt!.getTime() <= cur.startedAt.getTime(),
-      `job ${jobId}: attempt ${prev.attempt} [${prev.startedAt.toISOString()}, ${prev.finishedAt!.toISOString()}] overlaps attempt ${cur.attempt} starting ${cur.startedAt.toISOString()}`,
-    );
-  }
-}
-
-/** Count occurrences of each value. */
-export function tally<T>(items: readonly T[]): Map<T, number> {
-  const m = new Map<T, number>();
-  for (const i of items) m.set(i, (m.get(i) ?? 0) + 1);
-  return m;
 }

@@ -9,13 +9,17 @@
  *   the lease gone and fires the handler's signal; the handler still tries heartbeat and once;
  * - frozen while its handler blocks the event loop: the handler resumes first, tries once and
  *   returns success before any heartbeat runs, so A tries to complete and the fence refuses it.
+ *
+ * On SQLite, PostgreSQL and MySQL/MariaDB (a missing server skips its kind loudly).
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { CliProcess } from './support.js';
-import { Sandbox, freeze, killAll, waitUntil } from './support.js';
+import { Sandbox, dbTargets, freeze, killAll, waitUntil } from './support.js';
 
 after(killAll);
+
+const targets = await dbTargets('process zombie');
 
 interface Takeover {
   sb: Sandbox;
@@ -90,44 +94,46 @@ function wokeReport(sb: Sandbox, a: CliProcess) {
   return waitUntil('the zombie handler reported what it saw', () => sb.reportLines().find((r) => r.phase === 'woke' && r.pid === a.pid && r.attempt === 1));
 }
 
-describe('process: a SIGSTOPped zombie worker', () => {
-  it('woken on a timer: its heartbeat fires the signal; heartbeat and ctx.once are rejected; nothing is completed', { timeout: 60_000 }, async () => {
-    const sb = await Sandbox.create();
-    try {
-      // Attempt 1 sleeps 2.5 s ignoring its signal, then calls heartbeat and once and returns
-      // normally; attempt 2 does not sleep.
-      const t = await takeover(sb, { effectKey: 'zombie-send', sleepMs: 2_500, sleepAttempts: 1, ignoreSignal: true, probe: ['heartbeat', 'once'] }, 'fixture.sleeping');
-      const lost = await t.a.waitFor((l) => l.event === 'job.lease_lost' && l.jobId === t.jobId);
-      assert.match(String(lost.msg), /lease no longer held \(job is succeeded\)/);
-      const woke = await wokeReport(sb, t.a);
-      assert.equal(woke.aborted, true, `the signal fired: ${JSON.stringify(woke)}`);
-      assert.equal(woke.reason, 'LEASE_LOST');
-      assert.equal(woke.heartbeat, 'LEASE_LOST', `heartbeat after waking: ${JSON.stringify(woke)}`);
-      assert.equal(woke.once, 'LEASE_LOST', `ctx.once after waking: ${JSON.stringify(woke)}`);
-      await assertOnlyB(t);
-    } finally {
-      await killAll();
-      await sb.close();
-    }
-  });
+for (const { kind, server, skip } of targets) {
+  describe(`process: a SIGSTOPped zombie worker (${kind})`, { skip }, () => {
+    it('woken on a timer: its heartbeat fires the signal; heartbeat and ctx.once are rejected; nothing is completed', { timeout: 60_000 }, async () => {
+      const sb = await Sandbox.create(kind, server);
+      try {
+        // Attempt 1 sleeps 2.5 s ignoring its signal, then calls heartbeat and once and returns
+        // normally; attempt 2 does not sleep.
+        const t = await takeover(sb, { effectKey: 'zombie-send', sleepMs: 2_500, sleepAttempts: 1, ignoreSignal: true, probe: ['heartbeat', 'once'] }, 'fixture.sleeping');
+        const lost = await t.a.waitFor((l) => l.event === 'job.lease_lost' && l.jobId === t.jobId);
+        assert.match(String(lost.msg), /lease no longer held \(job is succeeded\)/);
+        const woke = await wokeReport(sb, t.a);
+        assert.equal(woke.aborted, true, `the signal fired: ${JSON.stringify(woke)}`);
+        assert.equal(woke.reason, 'LEASE_LOST');
+        assert.equal(woke.heartbeat, 'LEASE_LOST', `heartbeat after waking: ${JSON.stringify(woke)}`);
+        assert.equal(woke.once, 'LEASE_LOST', `ctx.once after waking: ${JSON.stringify(woke)}`);
+        await assertOnlyB(t);
+      } finally {
+        await killAll();
+        await sb.close();
+      }
+    });
 
-  it('woken mid-handler: ctx.once is rejected and its completion is refused by the lease fence', { timeout: 60_000 }, async () => {
-    const sb = await Sandbox.create();
-    try {
-      // Attempt 1 blocks its event loop for 2.5 s (frozen meanwhile), then calls once and
-      // returns success before A's heartbeat timer gets a turn.
-      const t = await takeover(sb, { effectKey: 'zombie-send', parkMs: 2_500, probe: ['once'] }, 'parked');
-      const woke = await wokeReport(sb, t.a);
-      assert.equal(woke.aborted, false, `no heartbeat ran before the handler resumed: ${JSON.stringify(woke)}`);
-      assert.equal(woke.once, 'LEASE_LOST', `ctx.once after waking: ${JSON.stringify(woke)}`);
-      // The handler returned normally; A tried to record success and the fenced write changed nothing.
-      const refused = await t.a.waitFor((l) => l.event === 'job.lease_lost' && l.jobId === t.jobId);
-      assert.equal(refused.outcome, 'succeeded');
-      assert.match(String(refused.msg), /result discarded/);
-      await assertOnlyB(t);
-    } finally {
-      await killAll();
-      await sb.close();
-    }
+    it('woken mid-handler: ctx.once is rejected and its completion is refused by the lease fence', { timeout: 60_000 }, async () => {
+      const sb = await Sandbox.create(kind, server);
+      try {
+        // Attempt 1 blocks its event loop for 2.5 s (frozen meanwhile), then calls once and
+        // returns success before A's heartbeat timer gets a turn.
+        const t = await takeover(sb, { effectKey: 'zombie-send', parkMs: 2_500, probe: ['once'] }, 'parked');
+        const woke = await wokeReport(sb, t.a);
+        assert.equal(woke.aborted, false, `no heartbeat ran before the handler resumed: ${JSON.stringify(woke)}`);
+        assert.equal(woke.once, 'LEASE_LOST', `ctx.once after waking: ${JSON.stringify(woke)}`);
+        // The handler returned normally; A tried to record success and the fenced write changed nothing.
+        const refused = await t.a.waitFor((l) => l.event === 'job.lease_lost' && l.jobId === t.jobId);
+        assert.equal(refused.outcome, 'succeeded');
+        assert.match(String(refused.msg), /result discarded/);
+        await assertOnlyB(t);
+      } finally {
+        await killAll();
+        await sb.close();
+      }
+    });
   });
-});
+}

@@ -1,0 +1,71 @@
+/**
+ * ctx.once when the record of a performed effect hits a dropped connection: the effect already
+ * happened, so the record is retried (it is fenced by the lease) rather than failing the
+ * attempt, whose retry would perform the effect again. Both ways the connection can drop:
+ * before the write landed, and after it landed but before the answer came back.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { TransientStorageError } from '../../src/core/index.js';
+import type { Storage } from '../../src/core/storage.js';
+import { defineJob } from '../../src/runtime/job-definition.js';
+import { Client } from '../../src/runtime/client.js';
+import { Worker } from '../../src/runtime/worker.js';
+import { LogCapture, STORAGE_KINDS, openTestStorage, waitFor } from './support.js';
+
+/** `storage` whose completeEffect fails transiently `times` times, before or after the write. */
+function flaky(storage: Storage, times: number, landed: boolean): Storage {
+  let left = times;
+  return new Proxy(storage, {
+    get(target, prop, receiver) {
+      if (prop === 'completeEffect') {
+        return async (p: Parameters<Storage['completeEffect']>[0]) => {
+          if (left > 0) {
+            left--;
+            if (landed) await target.completeEffect(p);
+            throw new TransientStorageError('connection terminated unexpectedly (test)');
+          }
+          return target.completeEffect(p);
+        };
+      }
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+for (const kind of STORAGE_KINDS) {
+  describe(`ctx.once: recording the effect survives a dropped connection (${kind})`, () => {
+    const cleanups: (() => Promise<void>)[] = [];
+    after(async () => {
+      for (const c of cleanups.reverse()) await c();
+    });
+
+    for (const landed of [false, true]) {
+      test(`the first record write fails ${landed ? 'after' : 'before'} it landed: one send, one attempt, effect done`, async () => {
+        const { storage, cleanup } = await openTestStorage(kind);
+        cleanups.push(cleanup);
+        let sends = 0;
+        const job = defineJob({
+          type: 'send',
+          handler: async (_p: unknown, ctx) => {
+            await ctx.once('receipt', () => ++sends);
+          },
+        });
+        const log = new LogCapture();
+        const worker = new Worker({ storage: flaky(storage, 2, landed), jobs: [job], pollIntervalMs: 20, leaseMs: 5_000, sweeper: false, logger: log.logger });
+        await worker.start();
+        cleanups.push(() => worker.stop({ deadlineMs: 500 }).then(() => {}));
+        const { id } = await new Client({ storage, jobs: [job] }).enqueue('send', {});
+        const done = await waitFor(async () => {
+          const j = await storage.getJob(id);
+          return j?.status === 'succeeded' ? j : null;
+        }, 10_000, 'the job to succeed');
+        assert.equal(sends, 1, 'the effect ran once');
+        assert.equal(done.attempts, 1, 'no retry was needed');
+        assert.deepEqual((await storage.listEffects({ jobId: id, limit: 10 })).map((e) => [e.key, e.state, e.result]), [['receipt', 'done', 1]]);
+        assert.equal(log.count('effect.unrecorded'), 0);
+      });
+    }
+  });
+}
