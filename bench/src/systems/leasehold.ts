@@ -1,0 +1,197 @@
+/**
+ * leasehold itself, imported from the parent checkout's sources (no build step).
+ * Every guarantee stays on: fenced finishes, heartbeats, attempt history, the sweeper.
+ * Logging is silenced (LEASEHOLD_LOG_LEVEL=silent), as it is for every peer.
+ */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+// BENCH_LEASEHOLD_SRC=/abs/path/to/src/index.ts measures a patched copy (e.g. a prototype) instead
+const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../src/index.ts')) as typeof import('../../../src/index.ts');
+const { Worker, createClient, defaultLogger, defineJob, openStorage } = lh;
+import type { Db, OnJob, Producer, SystemDef } from '../common.ts';
+import { MYSQL_URL, PG_URL, sqliteDir } from '../common.ts';
+
+process.env.LEASEHOLD_LOG_LEVEL ??= 'silent';
+
+const PG_SCHEMA = 'bench_leasehold';
+const MY_DB = 'bench_leasehold';
+const sqliteFile = () => join(sqliteDir(), 'leasehold.db');
+
+function url(db: Db): string {
+  if (db === 'postgres') return `${PG_URL}?schema=${PG_SCHEMA}`;
+  if (db === 'mysql') return `${MYSQL_URL}/${MY_DB}`;
+  return `sqlite:${sqliteFile()}`;
+}
+
+let onJobRef: OnJob = () => {};
+const noop = defineJob({ type: 'noop', handler: (p: unknown) => onJobRef(p), maxAttempts: 5 });
+
+async function pgExec(sql: string, params: unknown[] = []): Promise<void> {
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  try {
+    await c.query(sql, params);
+  } finally {
+    await c.end();
+  }
+}
+
+async function myExec(sqls: string[], database?: string): Promise<void> {
+  const c = await mysql.createConnection({ uri: database ? `${MYSQL_URL}/${database}` : MYSQL_URL, multipleStatements: false });
+  try {
+    for (const s of sqls) await c.query(s);
+  } finally {
+    await c.end();
+  }
+}
+
+function removeSqlite(file: string): void {
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
+}
+
+async function reset(db: Db): Promise<void> {
+  if (db === 'postgres') await pgExec(`DROP SCHEMA IF EXISTS ${PG_SCHEMA} CASCADE`);
+  else if (db === 'mysql') await myExec([`DROP DATABASE IF EXISTS ${MY_DB}`, `CREATE DATABASE ${MY_DB}`]);
+  else removeSqlite(sqliteFile());
+  const storage = await openStorage(url(db));
+  await storage.migrate();
+  await storage.close();
+}
+
+async function cleanup(db: Db): Promise<void> {
+  if (db === 'postgres') await pgExec(`DROP SCHEMA IF EXISTS ${PG_SCHEMA} CASCADE`);
+  else if (db === 'mysql') await myExec([`DROP DATABASE IF EXISTS ${MY_DB}`]);
+  else removeSqlite(sqliteFile());
+}
+
+async function producer(db: Db): Promise<Producer> {
+  const storage = await openStorage(url(db));
+  const client = createClient({ storage, jobs: [noop] });
+  return {
+    enqueueOne: async (p) => void (await client.enqueue('noop', p)),
+    enqueueBulk: async (ps) => void (await client.enqueueMany(ps.map((payload) => ({ type: 'noop', payload })))),
+    remaining: async () => (await client.countJobs()).filter((c) => ['queued', 'failed', 'running'].includes(c.status)).reduce((a, c) => a + c.count, 0),
+    close: () => storage.close(),
+  };
+}
+
+/**
+ * Spike seed: `finished` succeeded rows (each with its closed attempt row) from yesterday, then
+ * `due` queued rows whose run_at all fall within the last minute. Generated in the database
+ * (generate_series / recursive CTE), then ANALYZEd as autovacuum would have by then.
+ */
+async function seedSpike(db: Db, finished: number, due: number): Promise<void> {
+  if (db === 'postgres') {
+    const s = PG_SCHEMA;
+    const c = new pg.Client({ connectionString: PG_URL });
+    await c.connect();
+    try {
+      if (finished > 0) {
+        await c.query(`INSERT INTO ${s}.jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms,
+            started_at, finished_at, created_at, updated_at)
+          SELECT 'default', 'noop', '{"i":1}'::json, 'succeeded', 0, now() - interval '1 day', 1, 5, 300000, 3600000,
+            now() - interval '1 day', now() - interval '1 day' + interval '5 ms', now() - interval '1 day', now() - interval '1 day'
+          FROM generate_series(1, $1::int)`, [finished]);
+        await c.query(`INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome)
+          SELECT id, 1, 'seed', md5(id::text), started_at, finished_at, 5, 'succeeded' FROM ${s}.jobs WHERE status = 'succeeded'`);
+      }
+      await c.query(`INSERT INTO ${s}.jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms, created_at, updated_at)
+        SELECT 'default', 'noop', '{"i":1}'::json, 'queued', 0, date_trunc('milliseconds', now()) - (g % 60000) * interval '1 ms', 0, 5, 300000, 3600000, now(), now()
+        FROM generate_series(1, $1::int) g`, [due]);
+      // as a table that grew over weeks would be: vacuumed, analyzed, its WAL checkpointed (else
+      // autovacuum and the checkpoint after the 1M-row load would run during the drain)
+      await c.query(`VACUUM ANALYZE ${s}.jobs`);
+      await c.query(`VACUUM ANALYZE ${s}.job_attempts`);
+      await c.query('CHECKPOINT');
+    } finally {
+      await c.end();
+    }
+  } else if (db === 'sqlite') {
+    const d = new Database(sqliteFile());
+    d.pragma('journal_mode = WAL');
+    d.pragma('synchronous = NORMAL');
+    const now = Date.now();
+    const gen = 'WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < ?)';
+    d.transaction(() => {
+      if (finished > 0) {
+        const y = now - 86_400_000;
+        d.prepare(`${gen} INSERT INTO leasehold_jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms,
+            started_at, finished_at, created_at, updated_at)
+          SELECT 'default', 'noop', '{"i":1}', 'succeeded', 0, ${y}, 1, 5, 300000, 3600000, ${y}, ${y + 5}, ${y}, ${y} FROM g`).run(finished);
+        d.prepare(`INSERT INTO leasehold_job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome)
+          SELECT id, 1, 'seed', hex(randomblob(16)), started_at, finished_at, 5, 'succeeded' FROM leasehold_jobs WHERE status = 'succeeded'`).run();
+      }
+      d.prepare(`${gen} INSERT INTO leasehold_jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms, created_at, updated_at)
+        SELECT 'default', 'noop', '{"i":1}', 'queued', 0, ${now} - (x % 60000), 0, 5, 300000, 3600000, ${now}, ${now} FROM g`).run(due);
+    })();
+    d.exec('ANALYZE');
+    d.pragma('wal_checkpoint(TRUNCATE)');
+    d.close();
+  } else {
+    const c = await mysql.createConnection({ uri: `${MYSQL_URL}/${MY_DB}` });
+    // 1000 x 1000 from a recursive CTE; inside a derived table so MariaDB and MySQL both take it
+    const gen = `(SELECT a.n * 1000 + b.n AS x FROM (WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM k WHERE n < 999) SELECT n FROM k) a
+      CROSS JOIN (WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM k WHERE n < 999) SELECT n FROM k) b) g`;
+    try {
+      if (finished > 0) {
+        await c.query(`INSERT INTO leasehold_jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms,
+            started_at, finished_at, created_at, updated_at)
+          SELECT 'default', 'noop', '{"i":1}', 'succeeded', 0, UTC_TIMESTAMP(6) - INTERVAL 1 DAY, 1, 5, 300000, 3600000,
+            UTC_TIMESTAMP(6) - INTERVAL 1 DAY, UTC_TIMESTAMP(6) - INTERVAL 1 DAY, UTC_TIMESTAMP(6) - INTERVAL 1 DAY, UTC_TIMESTAMP(6) - INTERVAL 1 DAY
+          FROM ${gen} WHERE g.x < ?`, [finished]);
+        await c.query(`INSERT INTO leasehold_job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome)
+          SELECT id, 1, 'seed', md5(id), started_at, finished_at, 5, 'succeeded' FROM leasehold_jobs WHERE status = 'succeeded'`);
+      }
+      await c.query(`INSERT INTO leasehold_jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms, created_at, updated_at)
+        SELECT 'default', 'noop', '{"i":1}', 'queued', 0, UTC_TIMESTAMP(6) - INTERVAL (g.x % 60000) * 1000 MICROSECOND, 0, 5, 300000, 3600000, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6)
+        FROM ${gen} WHERE g.x < ?`, [due]);
+      await c.query('ANALYZE TABLE leasehold_jobs, leasehold_job_attempts');
+    } finally {
+      await c.end();
+    }
+  }
+}
+
+function def(db: Db, variant: 'default' | 'poll10'): SystemDef {
+  const pollIntervalMs = variant === 'poll10' ? 10 : undefined;
+  const wake = db === 'postgres' ? 'LISTEN/NOTIFY wake-ups + 1 s backstop poll' : variant === 'poll10' ? 'poll every 10 ms' : 'poll every 1 s (default)';
+  return {
+    id: `leasehold-${db}${variant === 'poll10' ? '-poll10' : ''}`,
+    db,
+    label: variant === 'poll10' ? 'leasehold, poll 10 ms' : 'leasehold',
+    settings: `Worker({concurrency: c}) defaults: claim batch = c, local buffer = c, lease 30 s, heartbeats, sweeper, attempt rows, batched fenced finishes; ${wake}; openStorage(url) default pool 10; logger silent`,
+    kind: 'leasehold',
+    timeEnqueue: variant === 'default',
+    latency: true,
+    latencyEveryRound: db === 'postgres' && variant === 'default',
+    latencyOnly: variant === 'poll10',
+    reset: () => reset(db),
+    cleanup: () => cleanup(db),
+    producer: () => producer(db),
+    async worker({ concurrency, onJob }) {
+      onJobRef = onJob;
+      const storage = await openStorage(url(db));
+      const bufferSize = process.env.BENCH_LEASEHOLD_BUFFER ? Number(process.env.BENCH_LEASEHOLD_BUFFER) : undefined;
+      const w = new Worker({ storage, jobs: [noop], concurrency, logger: defaultLogger(), ...(pollIntervalMs ? { pollIntervalMs } : {}), ...(bufferSize ? { bufferSize } : {}) });
+      await w.start();
+      return {
+        async stop() {
+          await w.stop({ deadlineMs: 5_000 });
+          await storage.close();
+        },
+      };
+    },
+    seedSpike: (f, d) => seedSpike(db, f, d),
+  };
+}
+
+export const leaseholdSystems: SystemDef[] = [
+  def('postgres', 'default'),
+  def('sqlite', 'default'),
+  def('sqlite', 'poll10'),
+  def('mysql', 'default'),
+  def('mysql', 'poll10'),
+];

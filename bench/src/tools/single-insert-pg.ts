@@ -1,0 +1,39 @@
+/**
+ * Where does a one-job enqueue on PostgreSQL spend its time? Times, on one connection and
+ * interleaved: leasehold's client.enqueue(); its insert statement sent directly; the same
+ * statement without the pg_notify; a plain one-row INSERT into the same table.
+ *   node --import tsx src/tools/single-insert-pg.ts [jobs per variant]
+ */
+import pg from 'pg';
+import { jobsSql } from '../../../src/storage/postgres/postgres-sql-jobs.ts';
+import { PG_URL } from '../common.ts';
+import { findSystem } from '../systems/index.ts';
+
+const n = Number(process.argv[2] ?? 500);
+const sys = findSystem('leasehold-postgres');
+await sys.reset();
+const prod = await sys.producer();
+const sql = jobsSql('"bench_leasehold"');
+const c = new pg.Client({ connectionString: PG_URL });
+await c.connect();
+const args = (notify: boolean) => [['default'], ['noop'], ['{"i":1}'], [0], [null], [0], [5], [null], [300000], [3600000], notify ? 'leasehold' : null, 'bench_leasehold'];
+const noNotify = sql.insert.replace(/SELECT pg_notify\(\$11, \$12\)/, 'SELECT $11::text, $12::text');
+const variants: [string, () => Promise<unknown>][] = [
+  ['client.enqueue() (leasehold API)', () => prod.enqueueOne({ i: 1 })],
+  ['insert statement, direct', () => c.query({ name: 'ins', text: sql.insert, values: args(true) })],
+  ['insert statement, no pg_notify', () => c.query({ name: 'ins2', text: noNotify, values: args(false) })],
+  ['plain INSERT … RETURNING id', () => c.query({ name: 'plain', text: `INSERT INTO bench_leasehold.jobs (queue, type, payload, status, max_attempts, timeout_ms, max_runtime_ms) VALUES ('default','noop','{"i":1}','queued',5,300000,3600000) RETURNING id` })],
+];
+const times = new Map<string, number>();
+for (let round = 0; round < 5; round++) {
+  for (const [name, fn] of variants) {
+    const t = performance.now();
+    for (let i = 0; i < n / 5; i++) await fn();
+    times.set(name, (times.get(name) ?? 0) + performance.now() - t);
+  }
+}
+for (const [name, ms] of times) console.log(`${name.padEnd(36)} ${(ms / n).toFixed(2)} ms/job  ${Math.round(n / (ms / 1000))} jobs/s`);
+await c.end();
+await prod.close();
+await sys.cleanup();
+process.exit(0);
