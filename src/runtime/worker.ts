@@ -257,7 +257,8 @@ export class Worker {
       const room = this.#concurrency + this.#bufferSize - this.inFlight;
       let full = false;
       if (room > 0) {
-        const limit = Math.min(room, Math.max(this.#concurrency, 1));
+        // Fill every free slot and the local buffer in one claim: fewer, larger batches.
+        const limit = room;
         const sentAt = Date.now();
         try {
           const jobs = await this.#storage.claimJobs({ workerId: this.id, types: this.registry.types, queues: this.#queues, limit, leaseMs: this.#leaseMs });

@@ -33,14 +33,16 @@ export const JOB_SQL = {
   // the existing job holding an idempotency key
   byIdempotencyKey: `SELECT * FROM {p}jobs WHERE idempotency_key = ?`,
   // lease up to @limit due jobs in claim order; each gets its own token from the @tokens JSON array
-  claim: `WITH picked AS (
-      SELECT id, row_number() OVER (ORDER BY priority, run_at, id) - 1 AS rn
+  // (numbered after the LIMIT: a window over every due row would cost O(due) per claim)
+  claim: `WITH top AS (
+      SELECT id, priority, run_at
       FROM {p}jobs
       WHERE status IN ('queued','failed') AND run_at <= @now
         AND type IN (SELECT value FROM json_each(@types))
         AND (@queues IS NULL OR queue IN (SELECT value FROM json_each(@queues)))
       ORDER BY priority, run_at, id
-      LIMIT @limit)
+      LIMIT @limit),
+    picked AS (SELECT id, row_number() OVER (ORDER BY priority, run_at, id) - 1 AS rn FROM top)
     UPDATE {p}jobs
     SET status = 'running', locked_by = @workerId,
         lease_token = json_extract(@tokens, '$[' || picked.rn || ']'),
