@@ -11,7 +11,6 @@ import {
   LeaseholdError,
   NotSupportedError,
   PermanentFailure,
-  TransientStorageError,
   decideFinish,
   errorInfo,
   isJobOutcome,
@@ -154,7 +153,11 @@ export class Attempt {
           return r.result as T;
         }
         const result = await fn();
-        if (!(await recordEffect(this.deps.storage, { ...params, result: result === undefined ? null : result }))) {
+        const recorded = await recordEffect(this.deps.storage, { ...params, result: result === undefined ? null : result }).catch((e: unknown) => {
+          log.error({ event: 'effect.unrecorded', key, err: (e as Error).message }, 'effect ran but its record could not be written; a retry of this job will run it again');
+          throw e;
+        });
+        if (!recorded) {
           log.error({ event: 'effect.unrecorded', key }, 'effect ran but the lease was lost before it was recorded');
           throw new LeaseLostError(this.job.id, `record of effect ${key}`);
         }
@@ -223,9 +226,10 @@ const RECORD_RETRY_MS = [50, 200, 1_000, 3_000];
 
 /**
  * Record a performed effect. The effect already happened, so a dropped connection must not
- * lose its record (the retry would perform it again): transient errors are retried, which is
- * safe since the write is fenced by the lease. A retry that finds nothing pending asks whether
- * the earlier write landed before its connection dropped.
+ * lose its record (the job's next attempt would perform it again): any error is retried — not
+ * only those classified transient, since a driver may report a killed connection in its own
+ * words — which is safe because the write is fenced by the lease and idempotent. A retry that
+ * finds nothing pending asks whether the earlier write landed before its connection dropped.
  */
 async function recordEffect(storage: Storage, p: EffectParams & { result: unknown }): Promise<boolean> {
   for (let i = 0; ; i++) {
@@ -236,7 +240,7 @@ async function recordEffect(storage: Storage, p: EffectParams & { result: unknow
       return effects.some((e) => e.key === p.key && e.state === 'done');
     } catch (e) {
       const wait = RECORD_RETRY_MS[i];
-      if (!(e instanceof TransientStorageError) || wait === undefined) throw e;
+      if (wait === undefined) throw e;
       await delay(wait);
     }
   }

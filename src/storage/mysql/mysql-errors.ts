@@ -57,6 +57,8 @@ export function classifyMysqlError(e: unknown): MysqlErrorKind {
   if (typeof errno === 'number' && CONNECTION_ERRNOS.has(errno)) return 'connection';
   if (typeof code === 'string' && CONNECTION_CODES.has(code)) return 'connection';
   if (fatal === true) return 'connection';
+  // mysql2 reports a query on an already-closed connection with no code, only this message
+  if (e instanceof Error && /connection is in closed state/i.test(e.message)) return 'connection';
   return 'other';
 }
 
