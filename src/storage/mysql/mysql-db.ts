@@ -5,9 +5,9 @@
  */
 import mysql from 'mysql2/promise';
 import { ValidationError } from '../../core/errors.js';
-import type { AttemptRow, EffectRow, JobRow, WorkerRow } from '../../core/storage.js';
-import type { AttemptOutcome, JobStatus } from '../../core/status.js';
+import type { EffectRow, WorkerRow } from '../../core/storage.js';
 import { Unretryable, classifyMysqlError, withRetry } from './mysql-errors.js';
+import { rowMappers } from '../row-mapping.js';
 
 /** What the adapter needs of a connection or pool: mysql2/promise's `query`. */
 export interface Queryable {
@@ -147,55 +147,10 @@ export function fromJsonText(v: unknown): unknown {
 }
 
 const str = (v: unknown): string => String(v);
-const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 const num = (v: unknown): number => Number(v);
-const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
-export function toJobRow(r: Row): JobRow {
-  return {
-    id: str(r.id),
-    queue: str(r.queue),
-    type: str(r.type),
-    payload: JSON.parse(String(r.payload)),
-    status: str(r.status) as JobStatus,
-    priority: num(r.priority),
-    runAt: parseUtc(r.run_at),
-    attempts: num(r.attempts),
-    maxAttempts: num(r.max_attempts),
-    idempotencyKey: strOrNull(r.idempotency_key),
-    lockedBy: strOrNull(r.locked_by),
-    leaseToken: strOrNull(r.lease_token),
-    lockedUntil: parseUtcOrNull(r.locked_until),
-    heartbeatAt: parseUtcOrNull(r.heartbeat_at),
-    startedAt: parseUtcOrNull(r.started_at),
-    finishedAt: parseUtcOrNull(r.finished_at),
-    lastErrorCode: strOrNull(r.last_error_code),
-    lastError: strOrNull(r.last_error),
-    timeoutMs: num(r.timeout_ms),
-    maxRuntimeMs: num(r.max_runtime_ms),
-    createdAt: parseUtc(r.created_at),
-    updatedAt: parseUtc(r.updated_at),
-    ...(r.schedule_name != null && r.slot_at != null ? { scheduleName: str(r.schedule_name), slotAt: parseUtc(r.slot_at) } : {}),
-  };
-}
-
-export function toAttemptRow(r: Row): AttemptRow {
-  return {
-    id: str(r.id),
-    jobId: str(r.job_id),
-    attempt: num(r.attempt),
-    workerId: str(r.worker_id),
-    leaseToken: str(r.lease_token),
-    startedAt: parseUtc(r.started_at),
-    finishedAt: parseUtcOrNull(r.finished_at),
-    durationMs: numOrNull(r.duration_ms),
-    outcome: str(r.outcome) as AttemptOutcome,
-    errorCode: strOrNull(r.error_code),
-    errorMessage: strOrNull(r.error_message),
-    errorStack: strOrNull(r.error_stack),
-    retryDelayMs: numOrNull(r.retry_delay_ms),
-  };
-}
+/** DATETIME(6) comes back as UTC text, the payload as JSON text */
+export const { toJobRow, toAttemptRow } = rowMappers({ date: parseUtc, payload: (v) => JSON.parse(String(v)) });
 
 export function toEffectRow(r: Row): EffectRow {
   return {

@@ -6,8 +6,9 @@
  */
 import type pg from 'pg';
 import { ValidationError } from '../../core/errors.js';
-import type { AttemptOutcome, JobStatus } from '../../core/status.js';
-import type { AttemptRow, EffectRow, ExpiredLease, JobCount, JobRow, WorkerRow } from '../../core/storage.js';
+import type { JobStatus } from '../../core/status.js';
+import type { EffectRow, ExpiredLease, JobCount, WorkerRow } from '../../core/storage.js';
+import { rowMappers } from '../row-mapping.js';
 
 export type Row = Record<string, unknown>;
 
@@ -59,10 +60,6 @@ function num(v: unknown): number {
   return Number(v);
 }
 
-function numOrNull(v: unknown): number | null {
-  return v === null || v === undefined ? null : Number(v);
-}
-
 /** Text for people (error messages, stacks): PostgreSQL text cannot hold NUL, so it becomes U+FFFD. */
 export function safeText(s: string | null | undefined): string | null {
   return s == null ? null : s.replace(/\0/g, '\uFFFD');
@@ -73,51 +70,8 @@ export function jsonParam(v: unknown): string {
   return JSON.stringify(v) ?? 'null';
 }
 
-export function toJobRow(r: Row): JobRow {
-  return {
-    id: str(r.id),
-    queue: str(r.queue),
-    type: str(r.type),
-    payload: r.payload,
-    status: r.status as JobStatus,
-    priority: num(r.priority),
-    runAt: date(r.run_at),
-    attempts: num(r.attempts),
-    maxAttempts: num(r.max_attempts),
-    idempotencyKey: strOrNull(r.idempotency_key),
-    lockedBy: strOrNull(r.locked_by),
-    leaseToken: strOrNull(r.lease_token),
-    lockedUntil: dateOrNull(r.locked_until),
-    heartbeatAt: dateOrNull(r.heartbeat_at),
-    startedAt: dateOrNull(r.started_at),
-    finishedAt: dateOrNull(r.finished_at),
-    lastErrorCode: strOrNull(r.last_error_code),
-    lastError: strOrNull(r.last_error),
-    timeoutMs: num(r.timeout_ms),
-    maxRuntimeMs: num(r.max_runtime_ms),
-    createdAt: date(r.created_at),
-    updatedAt: date(r.updated_at),
-    ...(r.schedule_name != null && r.slot_at != null ? { scheduleName: str(r.schedule_name), slotAt: date(r.slot_at) } : {}),
-  };
-}
-
-export function toAttemptRow(r: Row): AttemptRow {
-  return {
-    id: str(r.id),
-    jobId: str(r.job_id),
-    attempt: num(r.attempt),
-    workerId: str(r.worker_id),
-    leaseToken: str(r.lease_token),
-    startedAt: date(r.started_at),
-    finishedAt: dateOrNull(r.finished_at),
-    durationMs: numOrNull(r.duration_ms),
-    outcome: r.outcome as AttemptOutcome,
-    errorCode: strOrNull(r.error_code),
-    errorMessage: strOrNull(r.error_message),
-    errorStack: strOrNull(r.error_stack),
-    retryDelayMs: numOrNull(r.retry_delay_ms),
-  };
-}
+/** jsonb/json and timestamptz come back decoded by pg */
+export const { toJobRow, toAttemptRow } = rowMappers({ date, payload: (v) => v });
 
 export function toEffectRow(r: Row): EffectRow {
   return {

@@ -3,7 +3,8 @@
  * Times are INTEGER epoch milliseconds; JSON columns are TEXT.
  */
 import type { AttemptOutcome, JobStatus } from '../../core/status.js';
-import type { AttemptRow, EffectRow, ExpiredLease, JobRow, WorkerRow } from '../../core/storage.js';
+import type { EffectRow, ExpiredLease, WorkerRow } from '../../core/storage.js';
+import { rowMappers } from '../row-mapping.js';
 
 export interface SqlJob {
   id: number;
@@ -91,51 +92,8 @@ export function parseJsonOrUndefined(s: string | null): unknown {
   return s === null ? undefined : JSON.parse(s);
 }
 
-export function toJobRow(r: SqlJob): JobRow {
-  return {
-    id: String(r.id),
-    queue: r.queue,
-    type: r.type,
-    payload: JSON.parse(r.payload),
-    status: r.status,
-    priority: r.priority,
-    runAt: date(r.run_at),
-    attempts: r.attempts,
-    maxAttempts: r.max_attempts,
-    idempotencyKey: r.idempotency_key,
-    lockedBy: r.locked_by,
-    leaseToken: r.lease_token,
-    lockedUntil: dateOrNull(r.locked_until),
-    heartbeatAt: dateOrNull(r.heartbeat_at),
-    startedAt: dateOrNull(r.started_at),
-    finishedAt: dateOrNull(r.finished_at),
-    lastErrorCode: r.last_error_code,
-    lastError: r.last_error,
-    timeoutMs: r.timeout_ms,
-    maxRuntimeMs: r.max_runtime_ms,
-    createdAt: date(r.created_at),
-    updatedAt: date(r.updated_at),
-    ...(r.schedule_name != null && r.slot_at != null ? { scheduleName: r.schedule_name, slotAt: date(r.slot_at) } : {}),
-  };
-}
-
-export function toAttemptRow(r: SqlAttempt): AttemptRow {
-  return {
-    id: String(r.id),
-    jobId: String(r.job_id),
-    attempt: r.attempt,
-    workerId: r.worker_id,
-    leaseToken: r.lease_token,
-    startedAt: date(r.started_at),
-    finishedAt: dateOrNull(r.finished_at),
-    durationMs: r.duration_ms,
-    outcome: r.outcome,
-    errorCode: r.error_code,
-    errorMessage: r.error_message,
-    errorStack: r.error_stack,
-    retryDelayMs: r.retry_delay_ms,
-  };
-}
+/** times are epoch-millisecond integers, the payload JSON text */
+export const { toJobRow, toAttemptRow } = rowMappers({ date: (v) => new Date(Number(v)), payload: (v) => JSON.parse(String(v)) });
 
 export function toEffectRow(r: SqlEffect): EffectRow {
   return {

@@ -1,0 +1,72 @@
+/**
+ * Row → contract mapping shared by the SQL adapters. The columns are the same in every dialect;
+ * only how a timestamp and a JSON payload come back from the driver differs, so each adapter
+ * passes those two decoders and gets the mappers.
+ */
+import type { AttemptOutcome, JobStatus } from '../core/status.js';
+import type { AttemptRow, JobRow } from '../core/storage.js';
+
+export interface RowDecoders {
+  /** a non-null timestamp column as the driver returns it */
+  date(v: unknown): Date;
+  /** the payload column as the driver returns it */
+  payload(v: unknown): unknown;
+}
+
+const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+export function rowMappers(d: RowDecoders) {
+  const dateOrNull = (v: unknown): Date | null => (v === null || v === undefined ? null : d.date(v));
+
+  function toJobRow(row: object): JobRow {
+    const r = row as Record<string, unknown>;
+    return {
+      id: String(r.id),
+      queue: String(r.queue),
+      type: String(r.type),
+      payload: d.payload(r.payload),
+      status: r.status as JobStatus,
+      priority: Number(r.priority),
+      runAt: d.date(r.run_at),
+      attempts: Number(r.attempts),
+      maxAttempts: Number(r.max_attempts),
+      idempotencyKey: strOrNull(r.idempotency_key),
+      lockedBy: strOrNull(r.locked_by),
+      leaseToken: strOrNull(r.lease_token),
+      lockedUntil: dateOrNull(r.locked_until),
+      heartbeatAt: dateOrNull(r.heartbeat_at),
+      startedAt: dateOrNull(r.started_at),
+      finishedAt: dateOrNull(r.finished_at),
+      lastErrorCode: strOrNull(r.last_error_code),
+      lastError: strOrNull(r.last_error),
+      timeoutMs: Number(r.timeout_ms),
+      maxRuntimeMs: Number(r.max_runtime_ms),
+      createdAt: d.date(r.created_at),
+      updatedAt: d.date(r.updated_at),
+      // only jobs a schedule enqueued carry their slot
+      ...(r.schedule_name != null && r.slot_at != null ? { scheduleName: String(r.schedule_name), slotAt: d.date(r.slot_at) } : {}),
+    };
+  }
+
+  function toAttemptRow(row: object): AttemptRow {
+    const r = row as Record<string, unknown>;
+    return {
+      id: String(r.id),
+      jobId: String(r.job_id),
+      attempt: Number(r.attempt),
+      workerId: String(r.worker_id),
+      leaseToken: String(r.lease_token),
+      startedAt: d.date(r.started_at),
+      finishedAt: dateOrNull(r.finished_at),
+      durationMs: numOrNull(r.duration_ms),
+      outcome: r.outcome as AttemptOutcome,
+      errorCode: strOrNull(r.error_code),
+      errorMessage: strOrNull(r.error_message),
+      errorStack: strOrNull(r.error_stack),
+      retryDelayMs: numOrNull(r.retry_delay_ms),
+    };
+  }
+
+  return { toJobRow, toAttemptRow };
+}
