@@ -1,3 +1,4 @@
+export * from './claim-size.js';
 export * from './decide.js';
 export * from './errors.js';
 export * from './job-input.js';

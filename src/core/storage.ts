@@ -16,20 +16,22 @@
  *   IN types AND (queues null OR queue IN queues), ordered priority ASC, run_at ASC, id ASC.
  *   Each claimed row: status 'running', locked_by = workerId, lease_token = a fresh random token
  *   (>= 128 bits), locked_until = now + leaseMs, heartbeat_at = started_at = now,
- *   attempts + 1. Opens a job_attempts row (outcome 'running', attempt = new attempts, worker,
- *   token, started_at now). Concurrent claimers never get the same row.
+ *   attempts + 1. Opens an attempt: listAttempts shows it (outcome 'running', attempt = new
+ *   attempts, worker, token, started_at now) — as a row of its own, or (PostgreSQL, which
+ *   writes the attempt's row once, when it ends) read from the job row. Concurrent claimers
+ *   never get the same row.
  * - heartbeat: rows matching id AND lease_token AND status 'running' get locked_until = now +
  *   leaseMs, heartbeat_at = now; every other lease is reported lost with the job's status.
  * - finishJobs: each item lands only WHERE id AND lease_token match AND status = 'running'
  *   (AND locked_until < now when onlyIfExpired). It sets status; run_at = now + runAfterMs when
  *   given; attempts - 1 when uncountAttempt; last_error_code/last_error when error is given;
  *   clears locked_by, lease_token, locked_until; finished_at = now for succeeded/dead/cancelled
- *   (else null); and closes the attempt row with the same (job_id, lease_token): finished_at,
+ *   (else null); and closes the attempt with the same (job_id, lease_token): finished_at,
  *   duration_ms (= finished_at - started_at in whole milliseconds), outcome, error fields,
  *   retry_delay_ms.
  * - retryJob: from queued/failed/dead/cancelled → queued, run_at = now, attempts = 0, lease and
  *   finished_at cleared. cancelJob: from queued/failed/running → cancelled, finished_at = now,
- *   lease cleared, last_error_code 'CANCELLED'; a running attempt row closes as 'cancelled'.
+ *   lease cleared, last_error_code 'CANCELLED'; a running attempt closes as 'cancelled'.
  *   Both return the row as it is afterwards (null if no such job) and whether they applied.
  * - reserveEffect, one transaction: 'lost' unless the job is running under this lease_token;
  *   no row → insert (key, job_id, lease_token, 'pending') → 'reserved'; a 'done' row →

@@ -1,7 +1,8 @@
 /**
  * One attempt of one claimed job: builds the handler's context, enforces the inactivity
  * timeout and the max runtime, turns whatever happened into a decision, and writes it as one
- * fenced finish. Resolves when the worker slot may be reused.
+ * fenced finish. `slotFreed` fires as soon as the handler is done with its slot (the next job
+ * may start); `run()` resolves once the outcome is written and the lease released.
  */
 import type { AttemptResult, RetryPolicy } from '../core/index.js';
 import {
@@ -29,6 +30,8 @@ export interface AttemptDeps {
   random: () => number;
   /** how long a handler gets to stop after its signal fires before its slot is taken back */
   abortGraceMs: number;
+  /** called once, when the handler no longer needs its concurrency slot */
+  slotFreed?: () => void;
 }
 
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -43,6 +46,7 @@ export class Attempt {
   #graceMs: number;
   /** success already written in the caller's transaction: nothing left to record */
   #succeededInTx = false;
+  #holdsSlot = true;
 
   constructor(
     readonly job: ClaimedJob,
@@ -60,6 +64,18 @@ export class Attempt {
   /** Past its max runtime the lease is no longer renewed, whatever the handler does. */
   get pastMaxRuntime(): boolean {
     return Date.now() - this.startedAt >= this.job.maxRuntimeMs;
+  }
+
+  /** whether the handler still occupies its concurrency slot (false while only the finish is pending) */
+  get holdsSlot(): boolean {
+    return this.#holdsSlot;
+  }
+
+  /** Give the slot back (once). */
+  freeSlot(): void {
+    if (!this.#holdsSlot) return;
+    this.#holdsSlot = false;
+    this.deps.slotFreed?.();
   }
 
   abort(reason: AbortReason, graceMs?: number): void {
@@ -84,7 +100,10 @@ export class Attempt {
     const first = await Promise.race([settled, aborted]);
     clearTimeout(this.#timeout);
     clearTimeout(this.#maxRuntime);
-    if (first !== 'aborted') return this.#record(log, classify(first));
+    if (first !== 'aborted') {
+      this.freeSlot();
+      return this.#record(log, classify(first));
+    }
     const reason = this.signal.reason as AbortReason;
     let outcome = 'lost';
     if (reason.code === 'TIMEOUT') outcome = await this.#record(log, { kind: 'timeout', timeoutMs: this.job.timeoutMs });
@@ -97,6 +116,7 @@ export class Attempt {
     if (late === 'ignored') {
       log.warn({ event: 'job.abandoned', graceMs: this.#graceMs }, 'handler ignored its abort signal; slot freed, its late result will be discarded');
     }
+    this.freeSlot();
     return outcome;
   }
 

@@ -5,7 +5,7 @@
  */
 import type { AbortReason } from '../core/index.js';
 import { DEFAULT_LEASE_MS, ValidationError, decideFinish, DEFAULT_RETRY_POLICY, sweepInterval } from '../core/index.js';
-import { AbortReason as Reason } from '../core/index.js';
+import { AbortReason as Reason, bufferTarget, claimLimit, nextAvgRunMs } from '../core/index.js';
 import type { ClaimedJob, Storage } from '../core/storage.js';
 import { Attempt } from './attempt.js';
 import { Completer } from './completer.js';
@@ -29,7 +29,10 @@ export interface WorkerOptions {
   jobs: readonly AnyJobDefinition[] | JobRegistry;
   /** jobs run at once (default 10) */
   concurrency?: number;
-  /** claimed-but-not-started jobs kept locally (default = concurrency) */
+  /**
+   * claimed-but-not-started jobs kept locally. Default: sized by time, about 25 ms of work at
+   * the observed run time (from `concurrency` for slow jobs up to 500 for very short ones)
+   */
   bufferSize?: number;
   /** only these queues (default: all) */
   queues?: readonly string[] | null;
@@ -72,13 +75,21 @@ export interface DrainReport {
 
 type Buffered = HeldLease & { lost: boolean };
 
+/** Claims pause while this many finished jobs wait for their outcome to be written. */
+const MAX_UNWRITTEN_FINISHES = 1_000;
+
 export class Worker {
   readonly id: string;
   readonly registry: JobRegistry;
   readonly log: Logger;
   readonly #storage: Storage;
   readonly #concurrency: number;
-  readonly #bufferSize: number;
+  /** the bufferSize option, or null for the automatic, time-based size */
+  readonly #fixedBuffer: number | null;
+  /** moving average of handler run time in ms (null until a job ran) */
+  #avgRunMs: number | null = null;
+  /** jobs whose handler holds a concurrency slot (their finish may still be in flight after) */
+  #executing = 0;
   readonly #queues: readonly string[] | null;
   readonly #leaseMs: number;
   readonly #pollMs: number;
@@ -108,7 +119,7 @@ export class Worker {
     this.registry = opts.jobs instanceof JobRegistry ? opts.jobs : new JobRegistry(opts.jobs);
     if (this.registry.size === 0) throw new ValidationError('INVALID_OPTION', 'a worker needs at least one job definition');
     this.#concurrency = positiveInt('concurrency', opts.concurrency ?? 10);
-    this.#bufferSize = positiveInt('bufferSize', opts.bufferSize ?? this.#concurrency, 0);
+    this.#fixedBuffer = opts.bufferSize === undefined ? null : positiveInt('bufferSize', opts.bufferSize, 0);
     this.#queues = opts.queues ?? null;
     this.#leaseMs = positiveInt('leaseMs', opts.leaseMs ?? DEFAULT_LEASE_MS, 20);
     this.#pollMs = positiveInt('pollIntervalMs', opts.pollIntervalMs ?? 1_000, 1);
@@ -217,8 +228,9 @@ export class Worker {
     }
     const handedBack: string[] = [];
     while ((this.#running.size > 0 || this.#admitting > 0) && Date.now() < until) await this.#wake.wait(until - Date.now());
-    if (this.#running.size > 0) {
-      const still = [...this.#running.values()];
+    // only handlers still running are aborted; a job whose finish is being written just lands
+    const still = [...this.#running.values()].filter((a) => a.holdsSlot);
+    if (still.length > 0) {
       this.log.warn(
         { event: 'worker.deadline', stillRunning: still.map((a) => ({ jobId: a.job.id, type: a.job.type, runningMs: Date.now() - a.startedAt })) },
         'shutdown deadline reached: aborting running jobs and handing them back',
@@ -254,11 +266,9 @@ export class Worker {
     let backoffMs = 0;
     let failing = false;
     while (this.#state === 'running') {
-      const room = this.#concurrency + this.#bufferSize - this.inFlight;
+      const limit = this.#claimLimit();
       let full = false;
-      if (room > 0) {
-        // Fill every free slot and the local buffer in one claim: fewer, larger batches.
-        const limit = room;
+      if (limit > 0) {
         const sentAt = Date.now();
         try {
           const jobs = await this.#storage.claimJobs({ workerId: this.id, types: this.registry.types, queues: this.#queues, limit, leaseMs: this.#leaseMs });
@@ -266,6 +276,7 @@ export class Worker {
           failing = false;
           backoffMs = 0;
           for (const job of jobs) this.#accept(job, sentAt + this.#leaseMs);
+          this.#dispatch();
           full = jobs.length === limit;
           if (jobs.length === 0 && this.#exitWhenIdle && this.inFlight === 0) return;
         } catch (e) {
@@ -276,11 +287,19 @@ export class Worker {
           continue;
         }
       }
-      if (full && this.#concurrency + this.#bufferSize - this.inFlight > 0) continue;
-      // Full: a finishing job wakes us. Idle: the poll timer (with jitter) or a local enqueue.
-      const wait = room > 0 && !full ? this.#pollMs * (0.9 + 0.2 * this.#random()) : 60_000;
+      if (full && this.#claimLimit() > 0) continue;
+      // Busy: a job freeing its slot wakes us. Idle: the poll timer (with jitter) or a local enqueue.
+      const idle = limit > 0 && !full;
+      const wait = idle ? this.#pollMs * (0.9 + 0.2 * this.#random()) : 60_000;
       await this.#wake.wait(this.#exitWhenIdle && this.inFlight === 0 ? 0 : wait);
     }
+  }
+
+  /** How many jobs to claim now (0: not yet). Finishes piling up unwritten hold claims back. */
+  #claimLimit(): number {
+    if (this.#running.size - this.#executing >= MAX_UNWRITTEN_FINISHES) return 0;
+    const target = bufferTarget(this.#concurrency, this.#fixedBuffer, this.#avgRunMs);
+    return claimLimit({ concurrency: this.#concurrency, target, executing: this.#executing + this.#admitting, buffered: this.#buffer.length });
   }
 
   #accept(job: ClaimedJob, expiresAt: number): void {
@@ -299,11 +318,10 @@ export class Worker {
       },
     };
     this.#buffer.push(entry);
-    this.#dispatch();
   }
 
   #dispatch(): void {
-    while (this.#running.size + this.#admitting < this.#concurrency && this.#buffer.length > 0 && this.#state !== 'stopped') {
+    while (this.#executing + this.#admitting < this.#concurrency && this.#buffer.length > 0 && this.#state !== 'stopped') {
       const entry = this.#buffer.shift() as Buffered;
       const def = this.registry.get(entry.job.type);
       if (!def) continue; // cannot happen: we only claim registered types
@@ -332,8 +350,11 @@ export class Worker {
       log: this.log,
       random: this.#random,
       abortGraceMs: this.#opts.abortGraceMs ?? 5_000,
+      slotFreed: () => this.#slotFreed(performance.now() - launchedAt),
     });
+    const launchedAt = performance.now();
     attempt.expiresAt = entry.expiresAt;
+    this.#executing++;
     this.#running.set(entry.job.id, attempt);
     const stopKeeping = lock ? this.#caps.keep(lock, () => attempt.abort(new Reason('LEASE_LOST', `slot of the ${entry.job.type} concurrency cap lost`))) : null;
     void attempt.run().then(
@@ -345,8 +366,20 @@ export class Worker {
     );
   }
 
+  /**
+   * The handler is done with its slot: the next job may start while this one's finish is
+   * still being written (its lease stays held and heartbeated until then).
+   */
+  #slotFreed(runMs: number): void {
+    this.#executing--;
+    this.#avgRunMs = nextAvgRunMs(this.#avgRunMs, runMs);
+    this.#dispatch();
+    this.#wake.wake();
+  }
+
   #done(id: string, outcome: string, release: (() => Promise<void>) | null): void {
     void release?.();
+    this.#running.get(id)?.freeSlot(); // after an internal error the slot may still be taken
     this.#running.delete(id);
     this.#outcomes[outcome] = (this.#outcomes[outcome] ?? 0) + 1;
     this.#dispatch();

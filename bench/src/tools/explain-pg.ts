@@ -4,6 +4,8 @@
  * roll back: node --import tsx src/tools/explain-pg.ts [due] [finished] [analyze:0|1] [limit]
  */
 import pg from 'pg';
+// @ts-expect-error: node-postgres' value formatter has no type declarations
+import { prepareValue } from 'pg/lib/utils.js';
 import { jobsSql } from '../../../src/storage/postgres/postgres-sql-jobs.ts';
 import { PG_URL } from '../common.ts';
 import { findSystem } from '../systems/index.ts';
@@ -23,9 +25,18 @@ const c = new pg.Client({ connectionString: PG_URL });
 await c.connect();
 const explain = async (label: string, text: string, params: unknown[]) => {
   await c.query('BEGIN');
-  // e.g. EXPLAIN_SET=enable_bitmapscan=off to see the plan a function-level SET would give
+  // e.g. EXPLAIN_SET=enable_bitmapscan=off to see the plan with that setting; EXPLAIN_GENERIC=1 for prepared plans
   if (process.env.EXPLAIN_SET) await c.query(`SET LOCAL ${process.env.EXPLAIN_SET}`);
-  const rows = (await c.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${text.replace(/^--.*\n/, '')}`, params)).rows;
+  let rows: Record<string, unknown>[];
+  if (process.env.EXPLAIN_GENERIC) {
+    // the plan a prepared statement settles on after its first executions (a generic plan)
+    await c.query('SET LOCAL plan_cache_mode = force_generic_plan');
+    await c.query(`PREPARE explained AS ${text}`);
+    // EXECUTE takes no bind parameters: pass the values as literals, formatted as pg sends them
+    const lit = (v: unknown) => (v === null ? 'NULL' : c.escapeLiteral(String(prepareValue(v))));
+    rows = (await c.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE explained(${params.map(lit).join(', ')})`)).rows;
+    await c.query('DEALLOCATE explained');
+  } else rows = (await c.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${text.replace(/^--.*\n/, '')}`, params)).rows;
   await c.query('ROLLBACK');
   console.log(`---- ${label}\n${rows.map((r) => r['QUERY PLAN']).join('\n')}`);
 };

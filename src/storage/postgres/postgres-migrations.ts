@@ -145,6 +145,19 @@ CREATE TABLE ${s}.locks (
 );
 `,
   },
+  {
+    version: 3,
+    name: 'attempt rows written when the attempt ends',
+    sql: (s) => `
+-- an attempt's history row is now inserted once, by the write that ends the attempt (finish,
+-- rescue, hand-back, cancel); while it runs, the job row holds it. Pruning deletes a job's
+-- attempts itself, so the per-row foreign-key check on every insert goes.
+ALTER TABLE ${s}.job_attempts DROP CONSTRAINT IF EXISTS job_attempts_job_id_fkey;
+DROP INDEX IF EXISTS ${s}.job_attempts_job_lease_idx;
+-- one row per lease; rows opened by an earlier version (outcome 'running') are closed in place
+CREATE UNIQUE INDEX job_attempts_job_lease_key ON ${s}.job_attempts (job_id, lease_token);
+`,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -4,9 +4,8 @@
  * from the database clock; `s` is the quoted schema name.
  */
 
-import { NOW } from './postgres-sql-jobs.js';
+import { JOB_COLUMNS, NOW, durationSince, jobColumns, ms } from './postgres-sql-jobs.js';
 
-const ms = (expr: string): string => `(${expr} * interval '1 millisecond')`;
 
 export function adminSql(s: string) {
   return {
@@ -28,8 +27,17 @@ SELECT queue, type, status, count(*)::int AS count,
 FROM ${s}.jobs GROUP BY queue, type, status ORDER BY queue, type, status`,
 
     /** $1 job id */
-    listAttempts: `-- leasehold listAttempts: a job's attempt history, oldest first
-SELECT * FROM ${s}.job_attempts WHERE job_id = $1::bigint ORDER BY attempt, id`,
+    listAttempts: `-- leasehold listAttempts: a job's attempt history, oldest first, then the attempt running now (held in the job row)
+SELECT id::text AS id, job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome,
+       error_code, error_message, error_stack, retry_delay_ms, 0 AS running
+FROM ${s}.job_attempts WHERE job_id = $1::bigint
+UNION ALL
+SELECT 'running:' || j.id, j.id, j.attempts, j.locked_by, j.lease_token, j.started_at, NULL, NULL, 'running',
+       NULL, NULL, NULL, NULL, 1
+FROM ${s}.jobs j
+WHERE j.id = $1::bigint AND j.status = 'running'
+  AND NOT EXISTS (SELECT 1 FROM ${s}.job_attempts a WHERE a.job_id = j.id AND a.lease_token = j.lease_token)
+ORDER BY running, attempt, id`,
 
     /** $1 id, $2 notify channel, $3 notify payload */
     retryJob: `-- leasehold retryJob: queued/failed/dead/cancelled -> queued due now with attempts reset; returns the row and whether it applied
@@ -54,25 +62,32 @@ SELECT lease_token FROM ${s}.jobs WHERE id = $1::bigint FOR UPDATE`,
      * $1 id, $2 message, $3 the lease token read under the lock. A statement after the lock, so
      * its snapshot sees the attempt row of a claim that committed while we waited.
      */
-    cancelJob: `-- leasehold cancelJob: queued/failed/running -> cancelled, lease cleared, a running attempt closed as cancelled; returns the row and whether it applied
-WITH upd AS (
+    cancelJob: `-- leasehold cancelJob: queued/failed/running -> cancelled, lease cleared, a running attempt written as cancelled; returns the row and whether it applied
+WITH before AS (
+  SELECT id, status, attempts, locked_by, lease_token, started_at FROM ${s}.jobs WHERE id = $1::bigint
+), upd AS (
   UPDATE ${s}.jobs
   SET status = 'cancelled', finished_at = ${NOW}, locked_by = NULL, lease_token = NULL,
       locked_until = NULL, last_error_code = 'CANCELLED', last_error = $2::text, updated_at = ${NOW}
   WHERE id = $1::bigint AND status IN ('queued','failed','running')
-  RETURNING *
+  RETURNING ${JOB_COLUMNS.join(", ")}
 ), closed AS (
-  UPDATE ${s}.job_attempts a
-  SET finished_at = ${NOW}, outcome = 'cancelled', error_code = 'CANCELLED', error_message = $2::text,
-      duration_ms = greatest(0, round(extract(epoch FROM ${NOW} - a.started_at) * 1000))::bigint
-  FROM upd
-  WHERE a.job_id = upd.id AND a.lease_token = $3::text AND a.outcome = 'running'
+  INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
+                                 outcome, error_code, error_message)
+  SELECT b.id, b.attempts, b.locked_by, b.lease_token, b.started_at, ${NOW}, ${durationSince('b.started_at')},
+         'cancelled', 'CANCELLED', $2::text
+  FROM before b JOIN upd ON upd.id = b.id
+  WHERE b.status = 'running' AND b.lease_token = $3::text
+  ON CONFLICT (job_id, lease_token) DO UPDATE
+  SET finished_at = EXCLUDED.finished_at, duration_ms = EXCLUDED.duration_ms, outcome = 'cancelled',
+      error_code = 'CANCELLED', error_message = EXCLUDED.error_message
+  WHERE ${s}.job_attempts.outcome = 'running'
 )
 SELECT true AS applied, upd.* FROM upd
 UNION ALL
-SELECT false, j.* FROM ${s}.jobs j WHERE j.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM upd)`,
+SELECT false, ${jobColumns('j')} FROM ${s}.jobs j WHERE j.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM upd)`,
 
-    /** $1 statuses, $2 older than ms, $3 limit; attempts go with their jobs (ON DELETE CASCADE) */
+    /** $1 statuses, $2 older than ms, $3 limit; attempts go with their jobs */
     pruneJobs: `-- leasehold pruneJobs: delete up to $3 finished jobs of the listed statuses finished more than $2 ms ago
 WITH victims AS (
   SELECT id FROM ${s}.jobs
@@ -81,7 +96,9 @@ WITH victims AS (
   LIMIT $3::int
   FOR UPDATE SKIP LOCKED
 ), gone AS (
-  DELETE FROM ${s}.jobs j USING victims v WHERE j.id = v.id RETURNING 1
+  DELETE FROM ${s}.jobs j USING victims v WHERE j.id = v.id RETURNING j.id
+), history AS (
+  DELETE FROM ${s}.job_attempts a USING gone g WHERE a.job_id = g.id
 )
 SELECT count(*)::int AS n FROM gone`,
 

@@ -13,8 +13,25 @@ export const LEASE_TOKEN_SQL = 'md5(gen_random_uuid()::text || gen_random_uuid()
  * and compared are exactly what callers read back. */
 export const NOW = "date_trunc('milliseconds', now())";
 
+/**
+ * Every column of a job row, listed: these statements run prepared, and a `*` would change
+ * their result type when a later migration adds a column (which a cached plan refuses).
+ */
+export const JOB_COLUMNS = [
+  'id', 'queue', 'type', 'payload', 'status', 'priority', 'run_at', 'attempts', 'max_attempts',
+  'idempotency_key', 'locked_by', 'lease_token', 'locked_until', 'heartbeat_at', 'started_at',
+  'finished_at', 'last_error_code', 'last_error', 'timeout_ms', 'max_runtime_ms', 'created_at',
+  'updated_at', 'schedule_name', 'slot_at',
+] as const;
+
+/** The job columns, each qualified by `alias`. */
+export const jobColumns = (alias: string): string => JOB_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
+
 /** SQL for `ms` milliseconds (a float8 parameter or expression) as an interval. */
-const ms = (expr: string): string => `(${expr} * interval '1 millisecond')`;
+export const ms = (expr: string): string => `(${expr} * interval '1 millisecond')`;
+
+/** SQL for the whole milliseconds from `start` to now (an attempt's duration). */
+export const durationSince = (start: string): string => `greatest(0, round(extract(epoch FROM ${NOW} - ${start}) * 1000))::bigint`;
 
 export function jobsSql(s: string) {
   return {
@@ -39,11 +56,11 @@ WITH input AS MATERIALIZED (
          idempotency_key, timeout_ms, max_runtime_ms, ${NOW}, ${NOW}
   FROM input ORDER BY ord
   ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-  RETURNING *
+  RETURNING ${JOB_COLUMNS.join(', ')}
 ), woke AS (
   SELECT pg_notify($11, $12) FROM (SELECT 1 FROM ins WHERE ins.run_at <= ${NOW} LIMIT 1) AS due
 )
-SELECT input.ord AS input_ord, (SELECT count(*) FROM woke) AS notified, ins.*
+SELECT input.ord AS input_ord, (SELECT count(*) FROM woke) AS notified, ${jobColumns('ins')}
 FROM input LEFT JOIN ins ON ins.id = input.new_id
 ORDER BY input.ord`,
 
@@ -55,7 +72,7 @@ SELECT * FROM ${s}.jobs WHERE idempotency_key = ANY($1::text[])`,
      * $1 worker id, $2 types, $3 queues (null = all), $4 limit, $5 lease ms. The inner SELECT is
      * the one the partial index jobs_due_idx serves (see `claimPick` for EXPLAIN).
      */
-    claim: `-- leasehold claim: lease up to $4 due jobs in claim order, skipping rows other claimers hold, and open an attempt row for each
+    claim: `-- leasehold claim: lease up to $4 due jobs in claim order, skipping rows other claimers hold (the attempt lives in the job row until it ends)
 WITH picked AS (
   SELECT id FROM ${s}.jobs
   WHERE status IN ('queued','failed') AND run_at <= ${NOW}
@@ -69,12 +86,9 @@ WITH picked AS (
       locked_until = ${NOW} + ${ms('$5::float8')}, heartbeat_at = ${NOW}, started_at = ${NOW},
       attempts = j.attempts + 1, updated_at = ${NOW}
   FROM picked WHERE j.id = picked.id
-  RETURNING j.*
-), opened AS (
-  INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, outcome)
-  SELECT id, attempts, locked_by, lease_token, started_at, 'running' FROM claimed
+  RETURNING ${jobColumns('j')}
 )
-SELECT * FROM claimed ORDER BY priority, run_at, id`,
+SELECT ${jobColumns('claimed')} FROM claimed ORDER BY priority, run_at, id`,
 
     /** $1 types, $2 queues, $3 limit: the claim's row selection alone, for EXPLAIN in tests. */
     claimPick: `-- leasehold claim (selection only): the due rows a claim would lock, in claim order
@@ -94,12 +108,12 @@ FOR UPDATE SKIP LOCKED`,
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS u(id, token, ord)
 ), locked AS (
-  SELECT id FROM ${s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
+  SELECT id, lease_token, status FROM ${s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
 ), extended AS (
   UPDATE ${s}.jobs j
   SET locked_until = ${NOW} + ${ms('$3::float8')}, heartbeat_at = ${NOW}, updated_at = ${NOW}
   FROM input i JOIN locked l ON l.id = i.id
-  WHERE j.id = i.id AND j.lease_token = i.token AND j.status = 'running'
+  WHERE j.id = l.id AND l.lease_token = i.token AND l.status = 'running'
   RETURNING i.ord
 )
 SELECT i.ord FROM input i WHERE i.ord NOT IN (SELECT ord FROM extended) ORDER BY i.ord`,
@@ -117,8 +131,11 @@ SELECT id::text AS id, status FROM ${s}.jobs WHERE id = ANY($1::bigint[])`,
      * codes, $11 attempt error messages, $12 attempt error stacks, $13 attempt retry delays,
      * $14 only if expired, $15 notify channel, $16 notify payload. One row per item, in order.
      * Row locks are taken in id order first (`locked`), as in `heartbeat`: no deadlocks.
+     * The fence (token, running, expiry) is checked on the values `locked` read under the row
+     * lock (the latest committed version), and the update finds its rows by primary key only,
+     * never through the running-lease index, whose dead entries pile up during a long drain.
      */
-    finish: `-- leasehold finish: land each fenced outcome (id + token + running, expired if asked), close its attempt row, notify if a job is due again
+    finish: `-- leasehold finish: land each fenced outcome (id + token + running, expired if asked), write its attempt row, notify if a job is due again
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::bool[], $6::bool[],
                        $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
@@ -127,7 +144,8 @@ WITH input AS (
                             error_message, att_outcome, att_error_code, att_error_message,
                             att_error_stack, att_retry_delay_ms, only_if_expired, ord)
 ), locked AS (
-  SELECT id FROM ${s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
+  SELECT id, lease_token, status, locked_until, locked_by, attempts, started_at
+  FROM ${s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
 ), upd AS (
   UPDATE ${s}.jobs j
   SET status = i.status,
@@ -139,17 +157,19 @@ WITH input AS (
       finished_at = CASE WHEN i.status IN ('succeeded','dead','cancelled') THEN ${NOW} END,
       updated_at = ${NOW}
   FROM input i JOIN locked l ON l.id = i.id
-  WHERE j.id = i.id AND j.lease_token = i.token AND j.status = 'running'
-    AND (NOT i.only_if_expired OR j.locked_until < ${NOW})
+  WHERE j.id = l.id AND l.lease_token = i.token AND l.status = 'running'
+    AND (NOT i.only_if_expired OR l.locked_until < ${NOW})
   RETURNING i.ord, j.id, i.token, j.status, j.run_at
 ), closed AS (
-  UPDATE ${s}.job_attempts a
-  SET finished_at = ${NOW},
-      duration_ms = greatest(0, round(extract(epoch FROM ${NOW} - a.started_at) * 1000))::bigint,
-      outcome = i.att_outcome, error_code = i.att_error_code, error_message = i.att_error_message,
-      error_stack = i.att_error_stack, retry_delay_ms = round(i.att_retry_delay_ms)::bigint
-  FROM upd JOIN input i ON i.ord = upd.ord
-  WHERE a.job_id = upd.id AND a.lease_token = upd.token
+  INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
+                                 outcome, error_code, error_message, error_stack, retry_delay_ms)
+  SELECT l.id, l.attempts, l.locked_by, l.lease_token, l.started_at, ${NOW}, ${durationSince('l.started_at')},
+         i.att_outcome, i.att_error_code, i.att_error_message, i.att_error_stack, round(i.att_retry_delay_ms)::bigint
+  FROM upd JOIN input i ON i.ord = upd.ord JOIN locked l ON l.id = upd.id
+  ON CONFLICT (job_id, lease_token) DO UPDATE
+  SET finished_at = EXCLUDED.finished_at, duration_ms = EXCLUDED.duration_ms, outcome = EXCLUDED.outcome,
+      error_code = EXCLUDED.error_code, error_message = EXCLUDED.error_message,
+      error_stack = EXCLUDED.error_stack, retry_delay_ms = EXCLUDED.retry_delay_ms
 ), woke AS (
   SELECT pg_notify($15, $16)
   FROM (SELECT 1 FROM upd WHERE upd.status IN ('queued','failed') AND upd.run_at <= ${NOW} LIMIT 1) AS due

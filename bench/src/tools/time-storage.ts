@@ -1,0 +1,55 @@
+/**
+ * Where does a leasehold drain wait? Drains `n` no-op jobs with one worker and times every
+ * storage call (count, total ms, mean rows per call), so claim/finish/heartbeat costs show.
+ *   node --import tsx src/tools/time-storage.ts postgres|sqlite|mysql [n] [concurrency]
+ */
+import { join } from 'node:path';
+import { MYSQL_URL, PG_URL, sqliteDir } from '../common.ts';
+import { findSystem } from '../systems/index.ts';
+const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../src/index.ts')) as typeof import('../../../src/index.ts');
+
+const [db = 'postgres', nArg = '20000', cArg = '10'] = process.argv.slice(2);
+const n = Number(nArg);
+const sys = findSystem(`leasehold-${db}`);
+await sys.reset();
+const p = await sys.producer();
+const items = Array.from({ length: n }, (_, i) => ({ i }));
+for (let i = 0; i < n; i += 1000) await p.enqueueBulk(items.slice(i, i + 1000));
+await p.close();
+const url = db === 'postgres' ? `${PG_URL}?schema=bench_leasehold` : db === 'mysql' ? `${MYSQL_URL}/bench_leasehold` : `sqlite:${join(sqliteDir(), 'leasehold.db')}`;
+const storage = await lh.openStorage(url);
+const stats = new Map<string, { calls: number; ms: number; rows: number }>();
+const timed = new Proxy(storage, {
+  get(t, k, r) {
+    const v = Reflect.get(t, k, r);
+    if (typeof v !== 'function') return v;
+    return (...args: unknown[]) => {
+      const t0 = performance.now();
+      const out = v.apply(t, args);
+      if (!(out instanceof Promise)) return out;
+      return out.then((res: unknown) => {
+        const s = stats.get(String(k)) ?? { calls: 0, ms: 0, rows: 0 };
+        s.calls++;
+        s.ms += performance.now() - t0;
+        s.rows += Array.isArray(res) ? res.length : 0;
+        stats.set(String(k), s);
+        return res;
+      });
+    };
+  },
+});
+let done = 0;
+let resolve!: () => void;
+const all = new Promise<void>((r) => (resolve = r));
+const job = lh.defineJob({ type: 'noop', handler: () => void (++done === n && resolve()) });
+const t0 = performance.now();
+const w = new lh.Worker({ storage: timed, jobs: [job], concurrency: Number(cArg), scheduler: false });
+await w.start();
+await all;
+await w.stop();
+const wall = performance.now() - t0;
+console.log(`${db}: ${n} jobs in ${Math.round(wall)} ms = ${Math.round(n / (wall / 1000))} jobs/s`);
+for (const [k, s] of stats) console.log(`  ${k.padEnd(16)} ${String(s.calls).padStart(6)} calls  ${(s.ms / s.calls).toFixed(2).padStart(8)} ms/call  ${(s.rows / s.calls).toFixed(1).padStart(7)} rows/call  ${Math.round(s.ms)} ms total`);
+await storage.close();
+await sys.cleanup();
+process.exit(0);

@@ -1,0 +1,59 @@
+/**
+ * Value parsers for the pools this adapter creates. node-postgres parses every timestamptz
+ * with a general regular expression; a claim returns eight of them per job, and that parse was
+ * the largest single cost on the Node side of a drain. The server always sends the ISO format
+ * (`2026-11-22 01:20:18.702+00`, DateStyle ISO is the default and what pg expects), which this
+ * reads by position; anything else (BC, infinity, a seconds offset) goes to pg's own parser.
+ */
+import pg from 'pg';
+
+const TIMESTAMPTZ_OID = 1184;
+const fallback = pg.types.getTypeParser(TIMESTAMPTZ_OID, 'text') as (s: string) => Date;
+
+function digits(s: string, from: number, to: number): number {
+  let n = 0;
+  for (let i = from; i < to; i++) {
+    const d = s.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return NaN;
+    n = n * 10 + d;
+  }
+  return n;
+}
+
+/** `YYYY-MM-DD HH:MM:SS[.f…](+|-)HH[:MM]` → Date; other shapes → pg's parser. */
+export function parseTimestamptz(s: string): Date {
+  if (s.length < 22 || s.charCodeAt(4) !== 45 || s.charCodeAt(10) !== 32) return fallback(s);
+  let i = 19;
+  let ms = 0;
+  if (s.charCodeAt(i) === 46) {
+    // fraction: keep milliseconds, as a JS Date does
+    let scale = 100;
+    for (i++; i < s.length; i++) {
+      const d = s.charCodeAt(i) - 48;
+      if (d < 0 || d > 9) break;
+      ms += d * scale;
+      scale /= 10;
+    }
+    ms = Math.floor(ms);
+  }
+  const sign = s.charCodeAt(i) === 43 ? 1 : s.charCodeAt(i) === 45 ? -1 : 0;
+  const offH = digits(s, i + 1, i + 3);
+  let offM = 0;
+  let end = i + 3;
+  if (s.charCodeAt(end) === 58) {
+    offM = digits(s, end + 1, end + 3);
+    end += 3;
+  }
+  const year = digits(s, 0, 4);
+  // Date.UTC reads years 0–99 as 1900–1999: leave the far past to pg
+  if (sign === 0 || end !== s.length || !(year >= 100)) return fallback(s);
+  const t = Date.UTC(year, digits(s, 5, 7) - 1, digits(s, 8, 10), digits(s, 11, 13), digits(s, 14, 16), digits(s, 17, 19), ms);
+  if (Number.isNaN(t) || Number.isNaN(offH) || Number.isNaN(offM)) return fallback(s);
+  return new Date(t - sign * (offH * 60 + offM) * 60_000);
+}
+
+/** The `types` option for pools this adapter creates: pg's parsers, with the timestamptz one above. */
+export const fastTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === TIMESTAMPTZ_OID && format !== 'binary' ? parseTimestamptz : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
