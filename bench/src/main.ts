@@ -334,7 +334,9 @@ function table(db: Db): string {
       const ratio = stats(mine.values).median / stats(theirs.values).median;
       const notes = theirs.notes.length ? ` *${theirs.notes.join('; ')}*` : '';
       const myNotes = mine.notes.length ? ` *${mine.notes.join('; ')}*` : '';
-      lines.push(`| ${metric} (${unit}) | ${cell(mine)}${lh.id.endsWith('poll10') ? ' (poll 10 ms)' : ''}${myNotes} | ${peer.label} | ${cell(theirs)}${notes} | ${fmt(ratio)}× |`);
+      // the raw loops' enqueue figures are plain INSERTs, whatever their claim batch
+      const label = peer.kind === 'raw' && (metric === M.bulk || metric === M.single) ? (metric === M.bulk ? 'raw SQL, multi-row INSERT' : 'raw SQL, one-row INSERT') : peer.label;
+      lines.push(`| ${metric} (${unit}) | ${cell(mine)}${lh.id.endsWith('poll10') ? ' (poll 10 ms)' : ''}${myNotes} | ${label} | ${cell(theirs)}${notes} | ${fmt(ratio)}× |`);
     }
     if (lines.length === before) {
       // no peer measured this on this database (e.g. latency on MySQL): show leasehold alone
