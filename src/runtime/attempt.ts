@@ -47,6 +47,7 @@ export class Attempt {
   /** success already written in the caller's transaction: nothing left to record */
   #succeededInTx = false;
   #holdsSlot = true;
+  #log: Logger | undefined;
 
   constructor(
     readonly job: ClaimedJob,
@@ -64,6 +65,14 @@ export class Attempt {
   /** Past its max runtime the lease is no longer renewed, whatever the handler does. */
   get pastMaxRuntime(): boolean {
     return Date.now() - this.startedAt >= this.job.maxRuntimeMs;
+  }
+
+  /**
+   * This attempt's logger (job id, type and attempt bound), made on first use: a pino child per
+   * job costs more than the rest of a no-op job's bookkeeping, and most jobs log at info only.
+   */
+  get log(): Logger {
+    return (this.#log ??= this.deps.log.child({ jobId: this.job.id, type: this.job.type, attempt: this.job.attempts }));
   }
 
   /** whether the handler still occupies its concurrency slot (false while only the finish is pending) */
@@ -86,13 +95,12 @@ export class Attempt {
 
   /** Runs the attempt; resolves to how it ended (a job status, or 'lost' when not ours to record). */
   async run(): Promise<string> {
-    const log = this.deps.log.child({ jobId: this.job.id, type: this.job.type, attempt: this.job.attempts });
     this.#armTimeout();
     this.#maxRuntime = setTimeout(
       () => this.abort(new AbortReason('MAX_RUNTIME', `max runtime of ${this.job.maxRuntimeMs} ms reached`)),
       this.job.maxRuntimeMs,
     );
-    const settled = this.#invoke(log);
+    const settled = this.#invoke();
     const aborted = new Promise<'aborted'>((resolve) => {
       if (this.signal.aborted) resolve('aborted');
       else this.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
@@ -102,19 +110,19 @@ export class Attempt {
     clearTimeout(this.#maxRuntime);
     if (first !== 'aborted') {
       this.freeSlot();
-      return this.#record(log, classify(first));
+      return this.#record(classify(first));
     }
     const reason = this.signal.reason as AbortReason;
     let outcome = 'lost';
-    if (reason.code === 'TIMEOUT') outcome = await this.#record(log, { kind: 'timeout', timeoutMs: this.job.timeoutMs });
-    else if (reason.code === 'MAX_RUNTIME') outcome = await this.#record(log, { kind: 'max_runtime', maxRuntimeMs: this.job.maxRuntimeMs });
-    else if (reason.code === 'SHUTDOWN') outcome = await this.#record(log, { kind: 'shutdown' });
-    else log.warn({ event: reason.code === 'CANCELLED' ? 'job.cancelled' : 'job.lease_lost' }, reason.message);
+    if (reason.code === 'TIMEOUT') outcome = await this.#record({ kind: 'timeout', timeoutMs: this.job.timeoutMs });
+    else if (reason.code === 'MAX_RUNTIME') outcome = await this.#record({ kind: 'max_runtime', maxRuntimeMs: this.job.maxRuntimeMs });
+    else if (reason.code === 'SHUTDOWN') outcome = await this.#record({ kind: 'shutdown' });
+    else this.log.warn({ event: reason.code === 'CANCELLED' ? 'job.cancelled' : 'job.lease_lost' }, reason.message);
     // The outcome is written (or not ours to write). Give the handler a grace period to
     // notice its signal; past it the slot is taken back and whatever it does later is void.
     const late = await Promise.race([settled.then(() => 'stopped' as const), delay(this.#graceMs).then(() => 'ignored' as const)]);
     if (late === 'ignored') {
-      log.warn({ event: 'job.abandoned', graceMs: this.#graceMs }, 'handler ignored its abort signal; slot freed, its late result will be discarded');
+      this.log.warn({ event: 'job.abandoned', graceMs: this.#graceMs }, 'handler ignored its abort signal; slot freed, its late result will be discarded');
     }
     this.freeSlot();
     return outcome;
@@ -128,25 +136,28 @@ export class Attempt {
     );
   }
 
-  async #invoke(log: Logger): Promise<Settled> {
+  async #invoke(): Promise<Settled> {
     try {
       let payload = this.job.payload;
       if (this.def.schema) payload = await validateWithSchema(this.job.type, this.def.schema, payload).catch((e: unknown) => {
         throw new PermanentFailure((e as Error).message, { cause: e });
       });
-      return { ok: true, value: await this.def.handler(payload, this.#context(log)) };
+      return { ok: true, value: await this.def.handler(payload, this.#context()) };
     } catch (error) {
       return { ok: false, error };
     }
   }
 
-  #context(log: Logger): JobContext {
+  #context(): JobContext {
+    const attemptLog = (): Logger => this.log;
     const lease = { id: this.job.id, leaseToken: this.job.leaseToken };
     return {
       job: this.job,
       attempt: this.job.attempts,
       signal: this.signal,
-      log,
+      get log() {
+        return attemptLog();
+      },
       heartbeat: async () => {
         if (this.signal.aborted) throw this.signal.reason;
         this.#armTimeout();
@@ -169,16 +180,16 @@ export class Attempt {
         // finds the effect done (or free), rather than running the effect twice.
         if (r.state === 'busy') throw new LeaseholdError('EFFECT_BUSY', `effect ${key} is being performed by another job right now`);
         if (r.state === 'done') {
-          log.info({ event: 'effect.skipped', key }, 'effect already recorded; skipped');
+          this.log.info({ event: 'effect.skipped', key }, 'effect already recorded; skipped');
           return r.result as T;
         }
         const result = await fn();
         const recorded = await recordEffect(this.deps.storage, { ...params, result: result === undefined ? null : result }).catch((e: unknown) => {
-          log.error({ event: 'effect.unrecorded', key, err: (e as Error).message }, 'effect ran but its record could not be written; a retry of this job will run it again');
+          this.log.error({ event: 'effect.unrecorded', key, err: (e as Error).message }, 'effect ran but its record could not be written; a retry of this job will run it again');
           throw e;
         });
         if (!recorded) {
-          log.error({ event: 'effect.unrecorded', key }, 'effect ran but the lease was lost before it was recorded');
+          this.log.error({ event: 'effect.unrecorded', key }, 'effect ran but the lease was lost before it was recorded');
           throw new LeaseLostError(this.job.id, `record of effect ${key}`);
         }
         return result;
@@ -186,42 +197,43 @@ export class Attempt {
     };
   }
 
-  async #record(log: Logger, result: AttemptResult): Promise<string> {
+  async #record(result: AttemptResult): Promise<string> {
+    const info = this.deps.log.isLevelEnabled('info');
     const policy: RetryPolicy = this.def.retry ?? DEFAULT_RETRY_POLICY;
     const decision = decideFinish(this.job, result, policy, this.deps.random);
     if (this.#succeededInTx && result.kind === 'success') {
-      log.info({ event: 'job.succeeded', outcome: 'succeeded', durationMs: Date.now() - this.startedAt, inTransaction: true }, 'job succeeded (recorded in the handler\'s transaction)');
+      if (info) this.log.info({ event: 'job.succeeded', outcome: 'succeeded', durationMs: Date.now() - this.startedAt, inTransaction: true }, 'job succeeded (recorded in the handler\'s transaction)');
       return 'succeeded';
     }
     let res: FinishResult;
     try {
       res = await this.deps.finish({ id: this.job.id, leaseToken: this.job.leaseToken, ...decision });
     } catch (e) {
-      log.error({ event: 'job.finish_failed', err: (e as Error).message }, 'could not record the outcome; the lease will lapse and the sweeper will retry the job');
+      this.log.error({ event: 'job.finish_failed', err: (e as Error).message }, 'could not record the outcome; the lease will lapse and the sweeper will retry the job');
       return 'lost';
     }
     const durationMs = Date.now() - this.startedAt;
     if (!res.applied) {
-      log.warn({ event: 'job.lease_lost', outcome: decision.attempt.outcome, durationMs }, 'lease lost before the outcome was recorded; result discarded');
+      this.log.warn({ event: 'job.lease_lost', outcome: decision.attempt.outcome, durationMs }, 'lease lost before the outcome was recorded; result discarded');
       return 'lost';
     }
     const fields = { outcome: decision.attempt.outcome, durationMs, maxAttempts: this.job.maxAttempts };
     switch (decision.status) {
       case 'succeeded':
-        log.info({ event: 'job.succeeded', ...fields }, 'job succeeded');
+        if (info) this.log.info({ event: 'job.succeeded', ...fields }, 'job succeeded');
         break;
       case 'failed':
-        log.warn({ event: 'job.failed', ...fields, nextDelayMs: decision.runAfterMs, error: decision.error?.message }, 'job failed; will retry');
+        this.log.warn({ event: 'job.failed', ...fields, nextDelayMs: decision.runAfterMs, error: decision.error?.message }, 'job failed; will retry');
         break;
       case 'dead':
-        log.error({ event: 'job.dead', ...fields, error: decision.error?.message }, 'job is dead');
+        this.log.error({ event: 'job.dead', ...fields, error: decision.error?.message }, 'job is dead');
         break;
       case 'cancelled':
-        log.info({ event: 'job.cancelled', ...fields }, 'job cancelled by its handler');
+        if (info) this.log.info({ event: 'job.cancelled', ...fields }, 'job cancelled by its handler');
         break;
       case 'queued':
-        if (result.kind === 'shutdown') log.warn({ event: 'job.handed_back', ...fields }, 'shutdown deadline: lease handed back, job due now');
-        else log.info({ event: 'job.snoozed', ...fields, delayMs: decision.runAfterMs }, 'job snoozed');
+        if (result.kind === 'shutdown') this.log.warn({ event: 'job.handed_back', ...fields }, 'shutdown deadline: lease handed back, job due now');
+        else if (info) this.log.info({ event: 'job.snoozed', ...fields, delayMs: decision.runAfterMs }, 'job snoozed');
         break;
     }
     return result.kind === 'shutdown' ? 'handed_back' : result.kind === 'snooze' ? 'snoozed' : decision.status;

@@ -1,6 +1,6 @@
 /**
- * Batches fenced finishes: everything that finishes while a write is in flight goes into the
- * next write, so under load one transaction lands many results and when idle a result lands
+ * Batches fenced finishes: everything that finishes while writes are in flight goes into the
+ * next write, so under load one statement lands many results and when idle a result lands
  * at once. Results come back per job: a finish whose lease was lost reports applied=false.
  */
 import type { FinishParams, FinishResult, Storage } from '../core/storage.js';
@@ -12,12 +12,21 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
-const MAX_BATCH = 200;
+const MAX_BATCH = 250;
 const RETRY_MS = [50, 200, 1_000, 3_000];
+/**
+ * Batches written at once. One write in flight made the completer the bottleneck of a drain
+ * of short jobs: the finish statement ran back to back while the slots sat waiting for leases
+ * to be released. Batches hold disjoint jobs and lock their rows in id order, so two writes
+ * never deadlock each other.
+ */
+const MAX_WRITES = 2;
 
 export class Completer {
   #queue: Pending[] = [];
-  #flushing: Promise<void> | null = null;
+  #writes = 0;
+  #scheduled = false;
+  #idle: (() => void)[] = [];
 
   constructor(
     private readonly storage: Storage,
@@ -27,26 +36,33 @@ export class Completer {
   finish(params: FinishParams): Promise<FinishResult> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ params, resolve, reject });
-      if (!this.#flushing) this.#flushing = this.#drain();
+      if (!this.#scheduled) {
+        // let finishes from the same tick join the first batch
+        this.#scheduled = true;
+        setImmediate(() => {
+          this.#scheduled = false;
+          this.#pump();
+        });
+      }
     });
   }
 
   /** Resolves once everything queued so far is written. */
-  async idle(): Promise<void> {
-    while (this.#flushing) await this.#flushing;
+  idle(): Promise<void> {
+    if (this.#queue.length === 0 && this.#writes === 0 && !this.#scheduled) return Promise.resolve();
+    return new Promise((r) => this.#idle.push(r));
   }
 
-  async #drain(): Promise<void> {
-    // Let finishes from the same tick join the first batch.
-    await new Promise((r) => setImmediate(r));
-    try {
-      while (this.#queue.length > 0) {
-        const batch = this.#queue.splice(0, MAX_BATCH);
-        await this.#write(batch);
-      }
-    } finally {
-      this.#flushing = null;
+  #pump(): void {
+    while (this.#queue.length > 0 && this.#writes < MAX_WRITES) {
+      const batch = this.#queue.splice(0, MAX_BATCH);
+      this.#writes++;
+      void this.#write(batch).finally(() => {
+        this.#writes--;
+        this.#pump();
+      });
     }
+    if (this.#queue.length === 0 && this.#writes === 0 && !this.#scheduled) for (const r of this.#idle.splice(0)) r();
   }
 
   /**

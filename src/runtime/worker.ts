@@ -90,6 +90,8 @@ export class Worker {
   #avgRunMs: number | null = null;
   /** jobs whose handler holds a concurrency slot (their finish may still be in flight after) */
   #executing = 0;
+  /** whether per-job info lines are wanted (skips building them when not) */
+  readonly #logInfo: boolean;
   readonly #queues: readonly string[] | null;
   readonly #leaseMs: number;
   readonly #pollMs: number;
@@ -126,6 +128,7 @@ export class Worker {
     this.#random = opts.random ?? Math.random;
     this.id = opts.workerId ?? newWorkerId();
     this.log = (opts.logger ?? defaultLogger()).child({ workerId: this.id });
+    this.#logInfo = this.log.isLevelEnabled('info');
     this.#completer = new Completer(this.#storage, this.log);
     this.#heartbeater = new Heartbeater(this.#storage, this.#leaseMs, () => this.#held(), this.log, () => this.#storage.heartbeatWorker(this.id));
     this.#sweeper =
@@ -303,7 +306,7 @@ export class Worker {
   }
 
   #accept(job: ClaimedJob, expiresAt: number): void {
-    this.log.info({ event: 'job.claimed', jobId: job.id, type: job.type, attempt: job.attempts, queue: job.queue }, 'job claimed');
+    if (this.#logInfo) this.log.info({ event: 'job.claimed', jobId: job.id, type: job.type, attempt: job.attempts, queue: job.queue }, 'job claimed');
     const entry: Buffered = {
       job,
       expiresAt,

@@ -32,11 +32,8 @@ export async function query(on: Queryable, what: string, text: string | Prepared
   }
 }
 
-/**
- * Run `fn` in BEGIN … COMMIT on one pooled connection; a broken connection is discarded.
- * `begin` replaces the opening statement (e.g. BEGIN plus a SET LOCAL, in one round trip).
- */
-export async function transaction<T>(pool: pg.Pool, what: string, fn: (c: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+/** Run `fn` in BEGIN … COMMIT on one pooled connection; a broken connection is discarded. */
+export async function transaction<T>(pool: pg.Pool, what: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
   let client: pg.PoolClient;
   try {
     client = await pool.connect();
@@ -45,7 +42,7 @@ export async function transaction<T>(pool: pg.Pool, what: string, fn: (c: pg.Poo
   }
   let broken = false;
   try {
-    await client.query(begin);
+    await client.query('BEGIN');
     const out = await fn(client);
     await client.query('COMMIT');
     return out;

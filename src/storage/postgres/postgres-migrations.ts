@@ -6,6 +6,8 @@
  * postgres-storage.ts), so two processes migrating at once apply each version exactly once.
  */
 
+import { hotPathFunctions } from './postgres-functions.js';
+
 export interface PostgresMigration {
   version: number;
   name: string;
@@ -147,16 +149,18 @@ CREATE TABLE ${s}.locks (
   },
   {
     version: 3,
-    name: 'attempt rows written when the attempt ends',
+    name: 'attempt rows written when the attempt ends; claim, heartbeat and finish as functions',
     sql: (s) => `
 -- an attempt's history row is now inserted once, by the write that ends the attempt (finish,
--- rescue, hand-back, cancel); while it runs, the job row holds it. Pruning deletes a job's
--- attempts itself, so the per-row foreign-key check on every insert goes.
+-- rescue, hand-back, cancel); while it runs, the job row holds it. Each insert used to maintain
+-- two indexes and check a foreign key; now it maintains one: pruning deletes a job's attempts
+-- itself, and nothing looks attempts up by id.
 ALTER TABLE ${s}.job_attempts DROP CONSTRAINT IF EXISTS job_attempts_job_id_fkey;
 DROP INDEX IF EXISTS ${s}.job_attempts_job_lease_idx;
--- one row per lease; rows opened by an earlier version (outcome 'running') are closed in place
-CREATE UNIQUE INDEX job_attempts_job_lease_key ON ${s}.job_attempts (job_id, lease_token);
-`,
+-- one row per lease, found by its job (listing, pruning); rows opened by an earlier version
+-- (outcome 'running') are closed in place by the finish's ON CONFLICT
+ALTER TABLE ${s}.job_attempts DROP CONSTRAINT job_attempts_pkey, ADD PRIMARY KEY (job_id, lease_token);
+${hotPathFunctions(s)}`,
   },
 ];
 

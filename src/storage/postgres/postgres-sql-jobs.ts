@@ -64,6 +64,29 @@ SELECT input.ord AS input_ord, (SELECT count(*) FROM woke) AS notified, ${jobCol
 FROM input LEFT JOIN ins ON ins.id = input.new_id
 ORDER BY input.ord`,
 
+    /**
+     * The insert when no item has an idempotency key (nothing can conflict): no id
+     * pre-allocation, no join back to the input, and only what the database decided comes back
+     * (id, run_at, created_at); the caller knows the rest. Same parameters as `insert` minus $8.
+     * Ids are drawn in input order, so sorting by id restores it.
+     */
+    insertPlain: `-- leasehold insert (no idempotency keys): add a batch of queued jobs, notify if any is due now
+WITH ins AS (
+  INSERT INTO ${s}.jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts,
+                         timeout_ms, max_runtime_ms, created_at, updated_at)
+  SELECT queue, type, payload, 'queued', priority, coalesce(run_at, ${NOW} + ${ms('run_after_ms')}), 0,
+         max_attempts, timeout_ms, max_runtime_ms, ${NOW}, ${NOW}
+  FROM unnest($1::text[], $2::text[], $3::json[], $4::int[], $5::timestamptz[], $6::float8[],
+              $7::int[], $8::bigint[], $9::bigint[])
+       WITH ORDINALITY AS u(queue, type, payload, priority, run_at, run_after_ms,
+                            max_attempts, timeout_ms, max_runtime_ms, ord)
+  ORDER BY ord
+  RETURNING id, run_at, created_at
+), woke AS (
+  SELECT pg_notify($10, $11) FROM (SELECT 1 FROM ins WHERE ins.run_at <= ${NOW} LIMIT 1) AS due
+)
+SELECT id, run_at, created_at, (SELECT count(*) FROM woke) AS notified FROM ins ORDER BY id`,
+
     /** $1 idempotency keys */
     byIdempotencyKeys: `-- leasehold insert (duplicates): read the existing jobs holding these idempotency keys
 SELECT * FROM ${s}.jobs WHERE idempotency_key = ANY($1::text[])`,
@@ -177,6 +200,20 @@ WITH input AS (
 SELECT i.ord, upd.id IS NOT NULL AS applied, (SELECT count(*) FROM woke) AS notified
 FROM input i LEFT JOIN upd ON upd.ord = i.ord
 ORDER BY i.ord`,
+
+    /** The claim through its function (postgres-functions.ts); same parameters as `claim`. */
+    claimCall: `-- leasehold claim: lease up to $4 due jobs in claim order (the claim_jobs function)
+SELECT ${JOB_COLUMNS.join(', ')} FROM ${s}.claim_jobs($1::text, $2::text[], $3::text[], $4::int, $5::float8)`,
+
+    /** The heartbeat through its function; same parameters as `heartbeat`. */
+    heartbeatCall: `-- leasehold heartbeat: extend the leases still held; the positions of the others (the heartbeat_jobs function)
+SELECT ord FROM ${s}.heartbeat_jobs($1::bigint[], $2::text[], $3::float8)`,
+
+    /** The finish through its function; same parameters as `finish`. */
+    finishCall: `-- leasehold finish: land each fenced outcome and write its attempt row (the finish_jobs function)
+SELECT ord, applied, notified FROM ${s}.finish_jobs($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::bool[],
+  $6::bool[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::float8[], $14::bool[],
+  $15::text, $16::text)`,
 
     /** $1 limit */
     findExpired: `-- leasehold sweep: running jobs whose lease has expired, oldest lease first

@@ -31,21 +31,7 @@ import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGra
 
 export { NOTIFY_CHANNEL };
 
-/**
- * Opens the transaction of a claim, heartbeat or finish (one round trip). Their plans must not
- * depend on planner statistics, which a young or bulk-loaded table lacks until autovacuum
- * analyzes it: without them the planner guesses the partial indexes hold few rows, and
- * - the claim sorted *all* due rows (bitmap scan) before taking the first $4, where the
- *   in-order scan of jobs_due_idx stops after $4 (19 ms vs 0.4 ms for 300 of 20,000);
- * - finishes and heartbeats read the jobs table or the running-lease index whole instead of
- *   probing the primary key, growing slower as a drain leaves dead index entries behind.
- * Both settings only end up in index scans these statements were written for. The statements
- * run prepared (parsed once per connection) but planned on every call: a cached generic plan
- * cannot know how long the batch's arrays are, assumes 10 rows, and its nested loops over 300
- * finishes took 75 ms instead of 6. LOCAL keeps all three settings to this transaction.
- */
-const INDEXED_BEGIN = `-- leasehold claim/heartbeat/finish (begin): a transaction whose plans use the indexes, with or without statistics
-BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL plan_cache_mode = force_custom_plan`;
+
 
 export interface PostgresStorageOptions {
   /** e.g. postgres://user@host:5432/db; ignored when `pool` is given */
@@ -64,9 +50,9 @@ export class PostgresStorage implements Storage {
   readonly schema: string;
   readonly pool: pg.Pool;
   private readonly ownsPool: boolean;
-  /** The job statements; the hot ones also prepared (run them in `indexed`, see INDEXED_BEGIN). */
+  /** The job statements; the hot ones also prepared (their functions: postgres-functions.ts). */
   private readonly sql: ReturnType<typeof jobsSql>;
-  private readonly hot: { claim: Prepared; heartbeat: Prepared; finish: Prepared };
+  private readonly hot: { claim: Prepared; heartbeat: Prepared; finish: Prepared; insertPlain: Prepared };
   private readonly admin: ReturnType<typeof adminSql>;
   private readonly mig: ReturnType<typeof migrationSql>;
   private readonly sch: ReturnType<typeof sched.schedulesSql>;
@@ -78,7 +64,7 @@ export class PostgresStorage implements Storage {
     const q = quoteSchema(this.schema);
     const jobs = jobsSql(q);
     this.sql = jobs;
-    this.hot = { claim: prepared(jobs.claim), heartbeat: prepared(jobs.heartbeat), finish: prepared(jobs.finish) };
+    this.hot = { claim: prepared(jobs.claimCall), heartbeat: prepared(jobs.heartbeatCall), finish: prepared(jobs.finishCall), insertPlain: prepared(jobs.insertPlain) };
     this.admin = adminSql(q);
     this.mig = migrationSql(q);
     this.sch = sched.schedulesSql(q);
@@ -99,10 +85,6 @@ export class PostgresStorage implements Storage {
     return query(on ?? this.pool, what, text, params);
   }
 
-  /** A hot-path statement in a transaction of its own whose plans use the indexes (see INDEXED_BEGIN). */
-  private indexed(what: string, text: string | Prepared, params: unknown[]): Promise<Row[]> {
-    return transaction(this.pool, what, (c) => query(c, what, text, params), INDEXED_BEGIN);
-  }
 
   async migrate(): Promise<MigrateResult> {
     return transaction(this.pool, 'migrate', async (c) => {
@@ -155,6 +137,7 @@ export class PostgresStorage implements Storage {
   async insertJobs(jobs: readonly NewJob[], opts?: { tx?: unknown }): Promise<InsertResult[]> {
     const on = txClient(opts?.tx);
     if (jobs.length === 0) return [];
+    if (jobs.every((j) => j.idempotencyKey === null)) return this.insertPlain(jobs, on);
     const rows = await this.run('insertJobs', this.sql.insert, [
       jobs.map((j) => j.queue), jobs.map((j) => j.type), jobs.map((j) => jsonParam(j.payload)),
       jobs.map((j) => j.priority), jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.runAfterMs),
@@ -179,10 +162,33 @@ export class PostgresStorage implements Storage {
     return out as InsertResult[];
   }
 
+  /** Jobs without idempotency keys: nothing can conflict, and each row is built from its input. */
+  private async insertPlain(jobs: readonly NewJob[], on: Queryable | undefined): Promise<InsertResult[]> {
+    const payloads = jobs.map((j) => jsonParam(j.payload));
+    const rows = await this.run('insertJobs', this.hot.insertPlain, [
+      jobs.map((j) => j.queue), jobs.map((j) => j.type), payloads, jobs.map((j) => j.priority),
+      jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.runAfterMs), jobs.map((j) => j.maxAttempts),
+      jobs.map((j) => j.timeoutMs), jobs.map((j) => j.maxRuntimeMs), NOTIFY_CHANNEL, this.schema,
+    ], on);
+    if (rows.length !== jobs.length) throw new Error(`postgres insertJobs: ${rows.length} rows back for ${jobs.length} jobs`);
+    return rows.map((r, i) => {
+      const j = jobs[i] as NewJob;
+      const createdAt = r.created_at as Date;
+      // what the table holds: the payload as its JSON text reads back, defaults for the rest
+      const job: JobRow = {
+        id: String(r.id), queue: j.queue, type: j.type, payload: JSON.parse(payloads[i] as string) as unknown, status: 'queued',
+        priority: j.priority, runAt: r.run_at as Date, attempts: 0, maxAttempts: j.maxAttempts, idempotencyKey: null,
+        lockedBy: null, leaseToken: null, lockedUntil: null, heartbeatAt: null, startedAt: null, finishedAt: null,
+        lastErrorCode: null, lastError: null, timeoutMs: j.timeoutMs, maxRuntimeMs: j.maxRuntimeMs, createdAt, updatedAt: createdAt,
+      };
+      return { job, created: true };
+    });
+  }
+
   async claimJobs(p: ClaimParams): Promise<ClaimedJob[]> {
     if (p.limit <= 0 || p.types.length === 0) return [];
     const params = [p.workerId, [...p.types], p.queues ? [...p.queues] : null, p.limit, p.leaseMs];
-    const rows = await this.indexed('claimJobs', this.hot.claim, params);
+    const rows = await this.run('claimJobs', this.hot.claim, params);
     return rows.map((r) => toJobRow(r) as ClaimedJob);
   }
 
@@ -191,7 +197,7 @@ export class PostgresStorage implements Storage {
     const lost = new Set<LeaseRef>(p.leases.filter((l) => validId(l.id) === null));
     const status = new Map<string, JobStatus>();
     if (valid.length > 0) {
-      const rows = await this.indexed('heartbeat', this.hot.heartbeat, [valid.map((l) => validId(l.id)), valid.map((l) => l.leaseToken), p.leaseMs]);
+      const rows = await this.run('heartbeat', this.hot.heartbeat, [valid.map((l) => validId(l.id)), valid.map((l) => l.leaseToken), p.leaseMs]);
       const lostValid = rows.map((r) => valid[Number(r.ord) - 1] as LeaseRef);
       for (const l of lostValid) lost.add(l);
       if (lostValid.length > 0) {
@@ -207,7 +213,6 @@ export class PostgresStorage implements Storage {
     const items = params.filter((f) => validId(f.id) !== null);
     const applied = new Map<FinishParams, boolean>();
     if (items.length > 0) {
-      // in the caller's transaction as it is; on our own, with the indexed plans
       const args = [
         items.map((f) => validId(f.id)), items.map((f) => f.leaseToken), items.map((f) => f.status),
         items.map((f) => f.runAfterMs ?? null), items.map((f) => f.uncountAttempt === true),
@@ -217,7 +222,7 @@ export class PostgresStorage implements Storage {
         items.map((f) => f.attempt.retryDelayMs ?? null), items.map((f) => f.onlyIfExpired === true),
         NOTIFY_CHANNEL, this.schema,
       ];
-      const rows = on ? await this.run('finishJobs', this.sql.finish, args, on) : await this.indexed('finishJobs', this.hot.finish, args);
+      const rows = await this.run('finishJobs', this.hot.finish, args, on);
       for (const r of rows) applied.set(items[Number(r.ord) - 1] as FinishParams, r.applied === true);
     }
     return params.map((f) => ({ id: f.id, applied: applied.get(f) ?? false }));
