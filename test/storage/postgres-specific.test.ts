@@ -2,7 +2,8 @@
  * What only the PostgreSQL adapter has to prove: concurrent migrators, the schema-too-new
  * guard, schema-name validation, enqueue and finish inside the caller's transaction (issue 3),
  * NOTIFY on commit only, subscribe() wake-ups that survive a killed listener, the claim and the
- * sweep served by their partial indexes on a realistic table, NUL-safe error text, and dropped
+ * sweep served by their partial indexes on a realistic table and, through the hot-path functions,
+ * on a table without statistics; attempt rows of an earlier version closed in place; NUL-safe error text, and dropped
  * connections classified as transient and replaced.
  */
 import assert from 'node:assert/strict';
@@ -218,6 +219,59 @@ describe('postgres specific', { skip: url === null }, () => {
     const sweep = await c.query(`EXPLAIN ${sql.findExpired}`, [100]);
     const sweepPlan = sweep.rows.map((r) => r['QUERY PLAN']).join('\n');
     assert.match(sweepPlan, /jobs_running_lease_idx/, sweepPlan);
+  });
+
+  it('without planner statistics (a fresh table) the claim and finish functions still plan index scans only', async () => {
+    const s = fresh();
+    await s.migrate();
+    const q = quoteSchema(s.schema);
+    const c = await client();
+    // 20,000 due rows the planner has never analyzed: left alone it sorts all of them per claim
+    await s.insertJobs(Array.from({ length: 20_000 }, () => job('fresh')));
+    const plans: string[] = [];
+    c.on('notice', (n) => plans.push(n.message ?? ''));
+    await c.query("LOAD 'auto_explain'");
+    await c.query('SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice; SET client_min_messages = notice');
+    const sql = jobsSql(q);
+    const claimed = (await c.query(sql.claimCall, ['w', ['fresh'], null, 300, 30_000])).rows as { id: string; lease_token: string }[];
+    assert.equal(claimed.length, 300);
+    const n = claimed.length;
+    const fill = <T>(v: T) => Array.from({ length: n }, () => v);
+    await c.query(sql.finishCall, [claimed.map((r) => r.id), claimed.map((r) => r.lease_token), fill('succeeded'), fill(null), fill(false), fill(false),
+      fill(null), fill(null), fill('succeeded'), fill(null), fill(null), fill(null), fill(null), fill(false), 'leasehold_test_none', 'x']);
+    // the statements inside the functions (plpgsql drops their header comment; the outer calls show only a Function Scan)
+    const inner = plans.filter((p) => /picked AS|locked AS/.test(p)).join('\n----\n');
+    assert.equal(plans.filter((p) => /picked AS|locked AS/.test(p)).length, 2, plans.join('\n----\n'));
+    assert.match(inner, /Index Scan using jobs_due_idx/, inner);
+    assert.doesNotMatch(inner, /Seq Scan on jobs|Bitmap Heap Scan on jobs|Index Scan using jobs_running_lease_idx/, inner);
+    // the claim walks the index in order and stops after its 300: no sort of the 20,000
+    assert.doesNotMatch(inner, /Sort Method: quicksort {2}Memory: \d{4,}kB/, inner);
+  });
+
+  it('a finish or a cancel closes in place an attempt row that an earlier version opened at claim time', async () => {
+    const s = fresh();
+    await s.migrate();
+    const q = quoteSchema(s.schema);
+    const c = await client();
+    const [a, b] = await s.insertJobs([job('upgrade'), job('upgrade')]);
+    const claimed = await s.claimJobs({ workerId: 'old-worker', types: ['upgrade'], queues: null, limit: 2, leaseMs: 30_000 });
+    assert.equal(claimed.length, 2);
+    // what a version-2 claim wrote: an open row per attempt
+    for (const j of claimed) {
+      await c.query(`INSERT INTO ${q}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, outcome) VALUES ($1, 1, 'old-worker', $2, now(), 'running')`, [j.id, j.leaseToken]);
+    }
+    const [first, second] = claimed;
+    await s.finishJobs([{ id: first!.id, leaseToken: first!.leaseToken, status: 'succeeded', attempt: { outcome: 'succeeded' } }]);
+    await s.cancelJob(second!.id);
+    const byJob = async (id: string) => (await c.query(`SELECT outcome, finished_at FROM ${q}.job_attempts WHERE job_id = $1`, [id])).rows;
+    const done = await byJob(first!.id);
+    const cancelled = await byJob(second!.id);
+    assert.equal(done.length, 1);
+    assert.equal(done[0].outcome, 'succeeded');
+    assert.ok(done[0].finished_at);
+    assert.equal(cancelled.length, 1);
+    assert.equal(cancelled[0].outcome, 'cancelled');
+    assert.deepEqual(new Set([a!.job.id, b!.job.id]), new Set(claimed.map((j) => j.id)));
   });
 
   it('error text with NUL characters (which PostgreSQL text cannot hold) still lands, as U+FFFD', async () => {

@@ -1,7 +1,7 @@
 /**
  * Where does a one-job enqueue on PostgreSQL spend its time? Times, on one connection and
- * interleaved: leasehold's client.enqueue(); its insert statement sent directly; the same
- * statement without the pg_notify; a plain one-row INSERT into the same table.
+ * interleaved: leasehold's client.enqueue(); its insert statements (with and without
+ * idempotency keys) sent directly; a plain one-row INSERT into the same table.
  *   node --import tsx src/tools/single-insert-pg.ts [jobs per variant]
  */
 import pg from 'pg';
@@ -17,11 +17,11 @@ const sql = jobsSql('"bench_leasehold"');
 const c = new pg.Client({ connectionString: PG_URL });
 await c.connect();
 const args = (notify: boolean) => [['default'], ['noop'], ['{"i":1}'], [0], [null], [0], [5], [null], [300000], [3600000], notify ? 'leasehold' : null, 'bench_leasehold'];
-const noNotify = sql.insert.replace(/SELECT pg_notify\(\$11, \$12\)/, 'SELECT $11::text, $12::text');
+const plainArgs = [['default'], ['noop'], ['{"i":1}'], [0], [null], [0], [5], [300000], [3600000], 'leasehold', 'bench_leasehold'];
 const variants: [string, () => Promise<unknown>][] = [
   ['client.enqueue() (leasehold API)', () => prod.enqueueOne({ i: 1 })],
   ['insert statement, direct', () => c.query({ name: 'ins', text: sql.insert, values: args(true) })],
-  ['insert statement, no pg_notify', () => c.query({ name: 'ins2', text: noNotify, values: args(false) })],
+  ['plain insert statement (no keys), direct', () => c.query({ name: 'ins2', text: sql.insertPlain, values: plainArgs })],
   ['plain INSERT … RETURNING id', () => c.query({ name: 'plain', text: `INSERT INTO bench_leasehold.jobs (queue, type, payload, status, max_attempts, timeout_ms, max_runtime_ms) VALUES ('default','noop','{"i":1}','queued',5,300000,3600000) RETURNING id` })],
 ];
 const times = new Map<string, number>();
