@@ -145,3 +145,53 @@ describe('buildNewJob', () => {
     rejects(() => buildNewJob('t', 'x'.repeat(100), {}, D, 10), 'PAYLOAD_TOO_LARGE', 'custom limit');
   });
 });
+
+describe('payload checks of buildNewJob (a cheap size bound first, the exact walk when it cannot decide)', () => {
+  const bytes = (v: unknown) => new TextEncoder().encode(JSON.stringify(v)).length;
+  const outcome = (fn: () => unknown): string => {
+    try {
+      fn();
+      return 'ok';
+    } catch (e) {
+      return e instanceof ValidationError ? `${e.code}: ${e.message}` : `other: ${String(e)}`;
+    }
+  };
+
+  it('refuses exactly when the UTF-8 size is over the limit, as validatePayload does (property)', () => {
+    const json = fc.oneof(fc.jsonValue(), fc.jsonValue({ stringUnit: 'grapheme' }), fc.jsonValue({ stringUnit: 'binary' }));
+    fc.assert(
+      fc.property(json, fc.integer({ min: -8, max: 8 }), (v, delta) => {
+        const max = Math.max(0, bytes(v) + delta);
+        const built = outcome(() => buildNewJob('t', v, {}, D, max));
+        assert.equal(built, outcome(() => validatePayload(v, max)));
+        assert.equal(built === 'ok', bytes(v) <= max);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('the bound holds for the worst cases: escapes, astral characters, long numbers', () => {
+    for (const v of ['\u0001'.repeat(10), '😀'.repeat(10), -0.0000012345678901234567, [-1.7976931348623157e308, '\\"'], { '\n\u0000': 'é' }]) {
+      assert.equal(outcome(() => buildNewJob('t', v, {}, D, bytes(v))), 'ok', JSON.stringify(v));
+      assert.match(outcome(() => buildNewJob('t', v, {}, D, bytes(v) - 1)), /^PAYLOAD_TOO_LARGE: payload is \d+ bytes/, JSON.stringify(v));
+    }
+  });
+
+  it('deep nesting, sparse arrays and shared objects still pass; cycles and bad values fail with the exact walk’s message', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 200; i++) deep = [deep];
+    const sparse = [1, , 3]; // eslint-disable-line no-sparse-arrays
+    const shared = { x: 1 };
+    for (const v of [deep, sparse, { a: shared, b: [shared, shared] }]) assert.equal(outcome(() => buildNewJob('t', v, {}, D)), 'ok');
+    const circular: Record<string, unknown> = { a: [1, { b: 2 }] };
+    (circular.a as unknown[]).push(circular);
+    let deepBad: unknown = { when: new Date(0) };
+    for (let i = 0; i < 100; i++) deepBad = { n: deepBad };
+    for (const v of [circular, deepBad, { a: [0, 1n] }, { n: Number.NaN }]) {
+      const built = outcome(() => buildNewJob('t', v, {}, D));
+      assert.match(built, /^INVALID_PAYLOAD: /);
+      assert.equal(built, outcome(() => validatePayload(v)));
+    }
+    assert.equal(outcome(() => buildNewJob('t', circular, {}, D)), 'INVALID_PAYLOAD: payload.a[2] is circular');
+  });
+});

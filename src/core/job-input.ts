@@ -63,11 +63,55 @@ function intOption(name: string, v: number | undefined, min: number, fallback: n
 }
 
 /**
- * Check that `payload` is plain JSON (null, booleans, finite numbers, strings, arrays, plain
- * objects) and small enough. Dates, Maps, class instances, functions, BigInt, NaN and cycles
- * are refused rather than silently changed by JSON.stringify.
+ * An upper bound of the UTF-8 size of `JSON.stringify(v)` when `v` is plain JSON, found in one
+ * cheap pass; -1 when it is not, or nests deeper than FAST_DEPTH (a cycle does too): then the
+ * exact walk below decides, with its precise message. Bounds: a string's JSON is at most 6
+ * bytes per UTF-16 unit (an escape like \u001f) plus quotes, a finite number at most 24
+ * characters. This keeps enqueue from stringifying (and UTF-8 encoding) every payload just to
+ * measure it; only a payload near the limit is measured exactly.
  */
-export function validatePayload(payload: unknown, maxBytes: number = DEFAULT_MAX_PAYLOAD_BYTES): string {
+const FAST_DEPTH = 64;
+function jsonBound(v: unknown, depth: number): number {
+  if (v === null) return 4;
+  switch (typeof v) {
+    case 'string':
+      return 6 * v.length + 2;
+    case 'boolean':
+      return 5;
+    case 'number':
+      return Number.isFinite(v) ? 25 : -1;
+    case 'object':
+      break;
+    default:
+      return -1;
+  }
+  if (depth >= FAST_DEPTH) return -1;
+  if (Array.isArray(v)) {
+    let n = 2 + v.length;
+    for (let i = 0; i < v.length; i++) {
+      // a hole reads as undefined: -1, and the exact walk (which skips holes) decides
+      const b = jsonBound(v[i], depth + 1);
+      if (b < 0) return -1;
+      n += b;
+    }
+    return n;
+  }
+  const proto = Object.getPrototypeOf(v) as unknown;
+  if (proto !== Object.prototype && proto !== null) return -1;
+  const o = v as Record<string, unknown>;
+  const keys = Object.keys(o);
+  let n = 2 + keys.length;
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i] as string;
+    const b = jsonBound(o[k], depth + 1);
+    if (b < 0) return -1;
+    n += 6 * k.length + 3 + b;
+  }
+  return n;
+}
+
+/** The exact check: throws INVALID_PAYLOAD naming the first offending path. */
+function walkPayload(payload: unknown): void {
   const seen = new Set<object>();
   const walk = (v: unknown, path: string): void => {
     if (v === null || typeof v === 'boolean' || typeof v === 'string') return;
@@ -91,11 +135,34 @@ export function validatePayload(payload: unknown, maxBytes: number = DEFAULT_MAX
     seen.delete(v);
   };
   walk(payload, '');
-  const json = JSON.stringify(payload);
+}
+
+function checkSize(json: string, maxBytes: number): void {
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: short text needs no encoding to know
+  if (json.length * 3 <= maxBytes) return;
   const bytes = new TextEncoder().encode(json).length;
   if (bytes > maxBytes) {
     throw new ValidationError('PAYLOAD_TOO_LARGE', `payload is ${bytes} bytes; the limit is ${maxBytes} (store a reference, not the data)`);
   }
+}
+
+/** validatePayload without producing the text, unless its size has to be measured. */
+function checkPayload(payload: unknown, maxBytes: number = DEFAULT_MAX_PAYLOAD_BYTES): void {
+  const bound = jsonBound(payload, 0);
+  if (bound >= 0 && bound <= maxBytes) return;
+  if (bound < 0) walkPayload(payload);
+  checkSize(JSON.stringify(payload), maxBytes);
+}
+
+/**
+ * Check that `payload` is plain JSON (null, booleans, finite numbers, strings, arrays, plain
+ * objects) and small enough. Dates, Maps, class instances, functions, BigInt, NaN and cycles
+ * are refused rather than silently changed by JSON.stringify.
+ */
+export function validatePayload(payload: unknown, maxBytes: number = DEFAULT_MAX_PAYLOAD_BYTES): string {
+  if (jsonBound(payload, 0) < 0) walkPayload(payload);
+  const json = JSON.stringify(payload);
+  checkSize(json, maxBytes);
   return json;
 }
 
@@ -120,7 +187,7 @@ function parseRunAt(v: Date | string): Date {
 /** Build the row to insert from user input, or throw a `ValidationError`. */
 export function buildNewJob(type: string, payload: unknown, opts: EnqueueOptions, defaults: JobDefaults, maxPayloadBytes?: number): NewJob {
   validateName('job type', type);
-  validatePayload(payload, maxPayloadBytes);
+  checkPayload(payload, maxPayloadBytes);
   if (opts.runAt !== undefined && opts.delayMs !== undefined) invalid('give runAt or delayMs, not both');
   if (opts.delayMs !== undefined && (typeof opts.delayMs !== 'number' || !Number.isFinite(opts.delayMs) || opts.delayMs < 0)) {
     invalid(`delayMs must be a number >= 0; got ${String(opts.delayMs)}`);

@@ -15,8 +15,8 @@ import { jsonOrNull, toJobRow } from './sqlite-rows.js';
 import type { SqlJob } from './sqlite-rows.js';
 
 const SCHEDULE_SQL = {
-  // insert a schedule, or change it keeping enabled/created_at, and next_run_at unless the timing changed
-  upsert: `INSERT INTO {p}schedules (name, cron, every_ms, timezone, type, payload, queue, priority, max_attempts, misfire,
+  upsert: `-- leasehold schedules.upsert: insert a schedule, or change it keeping enabled/created_at, and next_run_at unless the timing changed
+    INSERT INTO {p}schedules (name, cron, every_ms, timezone, type, payload, queue, priority, max_attempts, misfire,
       misfire_window_ms, misfire_max, enabled, source, next_run_at, created_at, updated_at)
     VALUES (@name, @cron, @everyMs, @timezone, @type, @payload, @queue, @priority, @maxAttempts, @misfire,
       @misfireWindowMs, @misfireMax, @enabled, @source, @nextRunAt, @now, @now)
@@ -28,55 +28,55 @@ const SCHEDULE_SQL = {
       misfire = excluded.misfire, misfire_window_ms = excluded.misfire_window_ms, misfire_max = excluded.misfire_max,
       source = excluded.source, updated_at = excluded.updated_at
     RETURNING *`,
-  // names of code-declared schedules (sync removes those no longer declared)
-  codeNames: `SELECT name FROM {p}schedules WHERE source = 'code' ORDER BY name`,
-  // one schedule by name
-  get: `SELECT * FROM {p}schedules WHERE name = ?`,
-  // every schedule by name
-  list: `SELECT * FROM {p}schedules ORDER BY name`,
-  // delete a schedule (its jobs stay)
-  remove: `DELETE FROM {p}schedules WHERE name = ?`,
-  // enable/disable, optionally replacing next_run_at
-  setEnabled: `UPDATE {p}schedules SET enabled = @enabled,
+  codeNames: `-- leasehold schedules.codeNames: names of code-declared schedules (sync removes those no longer declared)
+    SELECT name FROM {p}schedules WHERE source = 'code' ORDER BY name`,
+  get: `-- leasehold schedules.get: one schedule by name
+    SELECT * FROM {p}schedules WHERE name = ?`,
+  list: `-- leasehold schedules.list: every schedule by name
+    SELECT * FROM {p}schedules ORDER BY name`,
+  remove: `-- leasehold schedules.remove: delete a schedule (its jobs stay)
+    DELETE FROM {p}schedules WHERE name = ?`,
+  setEnabled: `-- leasehold schedules.setEnabled: enable/disable, optionally replacing next_run_at
+    UPDATE {p}schedules SET enabled = @enabled,
       next_run_at = CASE WHEN @setNext = 1 THEN @nextRunAt ELSE next_run_at END, updated_at = @now
     WHERE name = @name RETURNING *`,
-  // enabled schedules due now, oldest slot first
-  due: `SELECT * FROM {p}schedules WHERE enabled = 1 AND next_run_at <= @now ORDER BY next_run_at, name LIMIT @limit`,
-  // compare-and-set of next_run_at: lands only for the scheduler that read the expected value
-  advance: `UPDATE {p}schedules SET next_run_at = @nextRunAt, last_run_at = @now,
+  due: `-- leasehold schedules.due: enabled schedules due now, oldest slot first
+    SELECT * FROM {p}schedules WHERE enabled = 1 AND next_run_at <= @now ORDER BY next_run_at, name LIMIT @limit`,
+  advance: `-- leasehold schedules.advance: compare-and-set of next_run_at: lands only for the scheduler that read the expected value
+    UPDATE {p}schedules SET next_run_at = @nextRunAt, last_run_at = @now,
       last_slot_at = coalesce(@lastSlot, last_slot_at), updated_at = @now
     WHERE name = @name AND enabled = 1 AND next_run_at = @expected`,
-  // mark a run-now
-  touch: `UPDATE {p}schedules SET last_run_at = @now WHERE name = @name`,
-  // one job for a slot; the unique (schedule_name, slot_at) index turns a second insert into nothing
-  insertSlotJob: `INSERT INTO {p}jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts,
+  touch: `-- leasehold schedules.touch: mark a run-now
+    UPDATE {p}schedules SET last_run_at = @now WHERE name = @name`,
+  insertSlotJob: `-- leasehold schedules.insertSlotJob: one job for a slot; the unique (schedule_name, slot_at) index turns a second insert into nothing
+    INSERT INTO {p}jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts,
       timeout_ms, max_runtime_ms, created_at, updated_at, schedule_name, slot_at)
     VALUES (@queue, @type, @payload, 'queued', @priority, @now, 0, @maxAttempts, @timeoutMs, @maxRuntimeMs, @now, @now, @name, @slot)
     ON CONFLICT DO NOTHING RETURNING *`,
 } as const;
 
 const LOCK_SQL = {
-  // the per-name fence counter row (slot -1), created on first use
-  ensureCounter: `INSERT INTO {p}locks (name, slot, fence) VALUES (@name, -1, 0) ON CONFLICT DO NOTHING`,
-  // slots of a name held right now
-  heldSlots: `SELECT slot FROM {p}locks WHERE name = @name AND slot >= 0 AND token IS NOT NULL AND expires_at > @now`,
-  // issue the next fencing token of a name
-  bumpFence: `UPDATE {p}locks SET fence = fence + 1 WHERE name = @name AND slot = -1 RETURNING fence`,
-  // take a free (or expired) slot
-  take: `INSERT INTO {p}locks (name, slot, owner, token, fence, acquired_at, expires_at)
+  ensureCounter: `-- leasehold locks.ensureCounter: the per-name fence counter row (slot -1), created on first use
+    INSERT INTO {p}locks (name, slot, fence) VALUES (@name, -1, 0) ON CONFLICT DO NOTHING`,
+  heldSlots: `-- leasehold locks.heldSlots: slots of a name held right now
+    SELECT slot FROM {p}locks WHERE name = @name AND slot >= 0 AND token IS NOT NULL AND expires_at > @now`,
+  bumpFence: `-- leasehold locks.bumpFence: issue the next fencing token of a name
+    UPDATE {p}locks SET fence = fence + 1 WHERE name = @name AND slot = -1 RETURNING fence`,
+  take: `-- leasehold locks.take: take a free (or expired) slot
+    INSERT INTO {p}locks (name, slot, owner, token, fence, acquired_at, expires_at)
     VALUES (@name, @slot, @owner, @token, @fence, @now, @expiresAt)
     ON CONFLICT (name, slot) DO UPDATE SET owner = excluded.owner, token = excluded.token, fence = excluded.fence,
       acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`,
-  // extend a holding that has not expired, by its token
-  extend: `UPDATE {p}locks SET expires_at = @now + @ttlMs
+  extend: `-- leasehold locks.extend: extend a holding that has not expired, by its token
+    UPDATE {p}locks SET expires_at = @now + @ttlMs
     WHERE name = @name AND slot >= 0 AND token = @token AND expires_at > @now`,
-  // release a holding that has not expired, by its token
-  release: `UPDATE {p}locks SET token = NULL, owner = NULL, expires_at = @now
+  release: `-- leasehold locks.release: release a holding that has not expired, by its token
+    UPDATE {p}locks SET token = NULL, owner = NULL, expires_at = @now
     WHERE name = @name AND slot >= 0 AND token = @token AND expires_at > @now`,
-  // held (or expired, never released) rows, by name and slot
-  listAll: `SELECT * FROM {p}locks WHERE slot >= 0 AND token IS NOT NULL ORDER BY name, slot`,
-  // the same for one name
-  listByName: `SELECT * FROM {p}locks WHERE name = @name AND slot >= 0 AND token IS NOT NULL ORDER BY slot`,
+  listAll: `-- leasehold locks.listAll: held (or expired, never released) rows, by name and slot
+    SELECT * FROM {p}locks WHERE slot >= 0 AND token IS NOT NULL ORDER BY name, slot`,
+  listByName: `-- leasehold locks.listByName: the same for one name
+    SELECT * FROM {p}locks WHERE name = @name AND slot >= 0 AND token IS NOT NULL ORDER BY slot`,
 } as const;
 
 interface SqlSchedule {

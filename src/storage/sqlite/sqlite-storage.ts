@@ -10,10 +10,7 @@
  * Transactions are synchronous in better-sqlite3, so a caller's own transaction cannot span
  * an `await`: `transactionalEnqueue` is false and `opts.tx` is rejected with NotSupportedError.
  */
-import { randomBytes } from 'node:crypto';
 import { NotSupportedError } from '../../core/errors.js';
-import { TERMINAL_STATUSES } from '../../core/status.js';
-import type { JobStatus } from '../../core/status.js';
 import type {
   AttemptRow, Capabilities, ClaimedJob, ClaimParams, EffectParams, EffectReservation, EffectRow, ExpiredLease,
   FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, JobQuery, JobRow,
@@ -23,9 +20,10 @@ import { SqliteDb } from './sqlite-db.js';
 import { checkPrefix } from './sqlite-migrations.js';
 import * as admin from './sqlite-admin.js';
 import * as fx from './sqlite-effects.js';
+import * as hot from './sqlite-jobs.js';
 import * as sched from './sqlite-schedules.js';
 import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert } from '../../core/schedules.js';
-import { jsonOrNull, toExpiredLease, toJobRow, toSqlId } from './sqlite-rows.js';
+import { toExpiredLease, toJobRow, toSqlId } from './sqlite-rows.js';
 import type { SqlExpired, SqlJob } from './sqlite-rows.js';
 import { JOB_SQL } from './sqlite-sql.js';
 
@@ -38,12 +36,6 @@ export interface SqliteStorageOptions {
   clock?: () => number;
   /** prefix of every table and index name (default 'leasehold_') */
   tablePrefix?: string;
-}
-
-/** `n` fresh 128-bit lease tokens (32 hex characters each), from one call to the CSPRNG. */
-function newTokens(n: number): string[] {
-  const hex = randomBytes(16 * n).toString('hex');
-  return Array.from({ length: n }, (_, i) => hex.slice(i * 32, i * 32 + 32));
 }
 
 export class SqliteStorage implements Storage {
@@ -78,107 +70,23 @@ export class SqliteStorage implements Storage {
   async insertJobs(jobs: readonly NewJob[], opts?: { tx?: unknown }): Promise<InsertResult[]> {
     this.rejectTx(opts, 'insertJobs');
     if (jobs.length === 0) return [];
-    const now = this.clock();
-    const c = this.conn;
-    return c.write(() =>
-      jobs.map((j): InsertResult => {
-        if (j.idempotencyKey !== null) {
-          const existing = c.stmt(JOB_SQL.byIdempotencyKey).get(j.idempotencyKey) as SqlJob | undefined;
-          if (existing) return { job: toJobRow(existing), created: false };
-        }
-        const row = c.stmt(JOB_SQL.insert).get({
-          queue: j.queue,
-          type: j.type,
-          payload: jsonOrNull(j.payload) ?? 'null',
-          priority: j.priority,
-          runAt: j.runAt ? j.runAt.getTime() : now + j.runAfterMs,
-          maxAttempts: j.maxAttempts,
-          idempotencyKey: j.idempotencyKey,
-          timeoutMs: j.timeoutMs,
-          maxRuntimeMs: j.maxRuntimeMs,
-          now,
-        }) as SqlJob | undefined;
-        if (!row) throw new Error(`sqlite: insert of a ${j.type} job conflicted but no row holds its key`);
-        return { job: toJobRow(row), created: true };
-      }),
-    );
+    return hot.insertJobs(this.conn, this.clock(), jobs);
   }
 
   async claimJobs(p: ClaimParams): Promise<ClaimedJob[]> {
     if (p.types.length === 0 || p.limit <= 0) return [];
-    const now = this.clock();
-    const tokens = newTokens(p.limit);
-    const c = this.conn;
-    const rows = c.write(() => {
-      const claimed = c.stmt(JOB_SQL.claim).all({
-        now,
-        types: JSON.stringify(p.types),
-        queues: p.queues === null ? null : JSON.stringify(p.queues),
-        limit: p.limit,
-        workerId: p.workerId,
-        tokens: JSON.stringify(tokens),
-        leaseMs: p.leaseMs,
-      }) as SqlJob[];
-      if (claimed.length > 0) c.stmt(JOB_SQL.openAttempts).run({ ids: JSON.stringify(claimed.map((r) => r.id)) });
-      return claimed;
-    });
-    // RETURNING order is unspecified; hand jobs out in claim order
-    rows.sort((a, b) => a.priority - b.priority || a.run_at - b.run_at || a.id - b.id);
-    return rows.map((r) => toJobRow(r) as ClaimedJob);
+    return hot.claimJobs(this.conn, this.clock(), p);
   }
 
   async heartbeat(p: HeartbeatParams): Promise<HeartbeatResult> {
     if (p.leases.length === 0) return { lost: [] };
-    const now = this.clock();
-    const c = this.conn;
-    return c.write(() => {
-      const lost: HeartbeatResult['lost'] = [];
-      for (const l of p.leases) {
-        const id = toSqlId(l.id);
-        const changes = id === null ? 0 : c.stmt(JOB_SQL.heartbeat).run({ id, leaseToken: l.leaseToken, leaseMs: p.leaseMs, now }).changes;
-        if (changes === 0) lost.push({ id: l.id, status: this.statusOf(id) });
-      }
-      return { lost };
-    });
+    return hot.heartbeat(this.conn, this.clock(), p);
   }
 
   async finishJobs(params: readonly FinishParams[], opts?: { tx?: unknown }): Promise<FinishResult[]> {
     this.rejectTx(opts, 'finishJobs');
     if (params.length === 0) return [];
-    const now = this.clock();
-    const c = this.conn;
-    return c.write(() =>
-      params.map((f): FinishResult => {
-        const id = toSqlId(f.id);
-        if (id === null) return { id: f.id, applied: false };
-        const changes = c.stmt(JOB_SQL.finish).run({
-          id,
-          leaseToken: f.leaseToken,
-          status: f.status,
-          runAfterMs: f.runAfterMs ?? null,
-          uncount: f.uncountAttempt ? 1 : 0,
-          hasError: f.error ? 1 : 0,
-          errorCode: f.error?.code ?? null,
-          errorMessage: f.error?.message ?? null,
-          finishedAt: TERMINAL_STATUSES.includes(f.status) ? now : null,
-          onlyIfExpired: f.onlyIfExpired ? 1 : 0,
-          now,
-        }).changes;
-        if (changes === 0) return { id: f.id, applied: false };
-        const err = f.attempt.error ?? null;
-        c.stmt(JOB_SQL.closeAttempt).run({
-          id,
-          leaseToken: f.leaseToken,
-          outcome: f.attempt.outcome,
-          errorCode: err?.code ?? null,
-          errorMessage: err?.message ?? null,
-          errorStack: err?.stack ?? null,
-          retryDelayMs: f.attempt.retryDelayMs ?? null,
-          now,
-        });
-        return { id: f.id, applied: true };
-      }),
-    );
+    return hot.finishJobs(this.conn, this.clock(), params);
   }
 
   async findExpiredLeases(p: { limit: number }): Promise<ExpiredLease[]> {
@@ -273,12 +181,6 @@ export class SqliteStorage implements Storage {
   async listLocks(p: { name?: string } = {}): Promise<LockRow[]> { return sched.listLocks(this.conn, this.clock(), p.name); }
 
   // --- helpers ------------------------------------------------------------------------------
-
-  private statusOf(id: number | null): JobStatus | null {
-    if (id === null) return null;
-    const r = this.conn.stmt(JOB_SQL.status).get(id) as { status: JobStatus } | undefined;
-    return r ? r.status : null;
-  }
 
   private rejectTx(opts: { tx?: unknown } | undefined, what: string): void {
     if (opts?.tx !== undefined && opts.tx !== null) throw new NotSupportedError(`${what} in the caller's transaction`, this.dialect);
