@@ -74,6 +74,12 @@ export class SqliteDb {
     this.db.pragma('synchronous = NORMAL');
     // job_attempts.job_id references jobs.id
     this.db.pragma('foreign_keys = ON');
+    // A 32 MiB page cache (the default is 2 MiB): with a million finished rows kept for the
+    // dashboard, the indexes a claim and a finish touch no longer fit the default, and a drain
+    // on such a file ran at 0.47-0.68x the speed of one on an empty file (0.73-0.78x with this
+    // cache; 128 MiB did no better). Memory is only
+    // taken as pages are read.
+    this.db.pragma('cache_size = -32768');
   }
 
   /**
