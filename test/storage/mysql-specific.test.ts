@@ -27,13 +27,13 @@ describe('mysql: server version check', () => {
     assert.equal(parseServerVersion('8.0.5').collation, 'utf8mb4_bin');
     assert.equal(parseServerVersion('9.1.0').supported, true);
   });
-  it('accepts MySQL 8.0.1+ and MariaDB 10.6+', () => {
-    for (const v of ['8.0.1', '8.0.36', '8.4.0-commercial', '10.6.0-MariaDB', '10.11.19-MariaDB-0+deb12u1', '11.4.2-MariaDB']) {
+  it('accepts MySQL 8.0.4+ and MariaDB 10.6+', () => {
+    for (const v of ['8.0.4', '8.0.36', '8.4.0-commercial', '10.6.0-MariaDB', '10.11.19-MariaDB-0+deb12u1', '11.4.2-MariaDB']) {
       assert.doesNotThrow(() => checkServerVersion(v), v);
     }
   });
   it('refuses servers without SKIP LOCKED with UNSUPPORTED_SERVER', () => {
-    for (const v of ['5.7.44-log', '8.0.0-dmr', '10.5.22-MariaDB', '10.4.3-MariaDB-log', '5.5.5-10.5.9-MariaDB']) {
+    for (const v of ['5.7.44-log', '8.0.0-dmr', '8.0.3-rc', '10.5.22-MariaDB', '10.4.3-MariaDB-log', '5.5.5-10.5.9-MariaDB']) {
       assert.throws(() => checkServerVersion(v), (e: unknown) => e instanceof LeaseholdError && e.code === 'UNSUPPORTED_SERVER' && /SKIP LOCKED/.test(e.message), v);
     }
     assert.throws(() => checkServerVersion('garbage'), (e: unknown) => e instanceof LeaseholdError && e.code === 'UNSUPPORTED_SERVER');

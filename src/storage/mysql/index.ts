@@ -1,4 +1,4 @@
-/** MySQL 8.0.1+ / MariaDB 10.6+ storage for leasehold (subpath export `leasehold/mysql`). */
+/** MySQL 8.0.4+ / MariaDB 10.6+ storage for leasehold (subpath export `leasehold/mysql`). */
 export { MysqlStorage, mysqlStorage } from './mysql-storage.js';
 export type { MysqlStorageOptions } from './mysql-storage.js';
 export { MYSQL_MIGRATIONS, LATEST_MYSQL_VERSION, checkServerVersion, parseServerVersion } from './mysql-migrations.js';

@@ -1,5 +1,5 @@
 /**
- * Versioned, forward-only schema migrations for MySQL 8.0.1+ / MariaDB 10.6+, and the server
+ * Versioned, forward-only schema migrations for MySQL 8.0.4+ / MariaDB 10.6+, and the server
  * version check. The version numbers are the same in every dialect.
  *
  * DDL commits on its own in MySQL, so a migration cannot be rolled back half way: every step
@@ -167,7 +167,7 @@ export interface MysqlServerInfo {
   major: number;
   minor: number;
   patch: number;
-  /** has `FOR UPDATE SKIP LOCKED`: MySQL 8.0.1+, MariaDB 10.6+ */
+  /** has `FOR UPDATE SKIP LOCKED` and `JSON_TABLE`: MySQL 8.0.4+, MariaDB 10.6+ */
   supported: boolean;
   /** exact-match collation for text columns */
   collation: string;
@@ -187,19 +187,19 @@ export function parseServerVersion(version: string): MysqlServerInfo {
   const m = /^(\d+)\.(\d+)(?:\.(\d+))?/.exec(s);
   if (!m) throw new LeaseholdError('UNSUPPORTED_SERVER', `cannot read the server version from "${version}"`);
   const v: [number, number, number] = [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)];
-  const supported = mariadb ? atLeast(v, [10, 6, 0]) : atLeast(v, [8, 0, 1]);
+  const supported = mariadb ? atLeast(v, [10, 6, 0]) : atLeast(v, [8, 0, 4]);
   const collation = mariadb ? 'utf8mb4_nopad_bin' : atLeast(v, [8, 0, 17]) ? 'utf8mb4_0900_bin' : 'utf8mb4_bin';
   return { flavor: mariadb ? 'mariadb' : 'mysql', major: v[0], minor: v[1], patch: v[2], supported, collation };
 }
 
-/** Throws `LeaseholdError('UNSUPPORTED_SERVER')` for servers without SKIP LOCKED. */
+/** Throws `LeaseholdError('UNSUPPORTED_SERVER')` for servers without SKIP LOCKED or JSON_TABLE (the batched hot path). */
 export function checkServerVersion(version: string): MysqlServerInfo {
   const info = parseServerVersion(version);
   if (!info.supported) {
-    const need = info.flavor === 'mariadb' ? 'MariaDB 10.6 or newer' : 'MySQL 8.0.1 or newer';
+    const need = info.flavor === 'mariadb' ? 'MariaDB 10.6 or newer' : 'MySQL 8.0.4 or newer';
     throw new LeaseholdError(
       'UNSUPPORTED_SERVER',
-      `leasehold needs ${need} (for SELECT … FOR UPDATE SKIP LOCKED); this server is ${info.flavor} ${version}`,
+      `leasehold needs ${need} (for SELECT … FOR UPDATE SKIP LOCKED and JSON_TABLE); this server is ${info.flavor} ${version}`,
     );
   }
   return info;

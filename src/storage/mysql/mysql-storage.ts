@@ -1,5 +1,5 @@
 /**
- * `Storage` on MySQL 8.0.1+ / MariaDB 10.6+ through mysql2/promise. Semantics are the contract
+ * `Storage` on MySQL 8.0.4+ / MariaDB 10.6+ through mysql2/promise. Semantics are the contract
  * in core/storage.ts; SQL is in mysql-sql.ts, the write paths in mysql-jobs.ts and
  * mysql-admin.ts. Times are UTC_TIMESTAMP(6) in DATETIME(6) columns, independent of the
  * session or server time zone.
@@ -41,9 +41,13 @@ import {
   retryJobOn,
 } from './mysql-admin.js';
 import type { PoolLike, Queryable } from './mysql-db.js';
-import { callerTx, createPool, exec, idParam, inTransaction, micros, parseUtc, run, toAttemptRow, toEffectRow, toJobRow, toWorkerRow } from './mysql-db.js';
+import { callerTx, createPool, exec, idParam, micros, parseUtc, run, toAttemptRow, toEffectRow, toJobRow, toWorkerRow } from './mysql-db.js';
+import { inAutocommit, inTransaction } from './mysql-tx.js';
 import { toStorageError, withRetry } from './mysql-errors.js';
-import { claimOn, finishOn, heartbeatOn, insertJobsOn } from './mysql-jobs.js';
+import { finishOn } from './mysql-finish.js';
+import type { MysqlFeatures } from './mysql-insert.js';
+import { featuresOf, insertJobsOn, isSingleStatement, prepareInsert } from './mysql-insert.js';
+import { claimOn, heartbeatOn } from './mysql-jobs.js';
 import type { MysqlSql } from './mysql-sql.js';
 import { mysqlSql } from './mysql-sql.js';
 import * as sched from './mysql-schedules.js';
@@ -72,6 +76,7 @@ export class MysqlStorage implements Storage {
   private readonly sql: MysqlSql;
   private readonly sch: sched.MysqlScheduleSql;
   private closed = false;
+  private serverFeatures: Promise<MysqlFeatures> | null = null;
 
   constructor(opts: MysqlStorageOptions) {
     const prefix = opts.tablePrefix ?? 'leasehold_';
@@ -90,7 +95,8 @@ export class MysqlStorage implements Storage {
   }
 
   private tx<T>(what: string, fn: (c: Queryable) => Promise<T>, readCommitted = false): Promise<T> {
-    return inTransaction(this.pool, this.sql, what, fn, readCommitted);
+    // only our own pool is known to accept several statements per query
+    return inTransaction(this.pool, this.sql, what, fn, { readCommitted, multi: this.ownPool !== null });
   }
 
   /** A single statement (read or idempotent write) on the pool, retried on lock or connection errors. */
@@ -130,17 +136,38 @@ export class MysqlStorage implements Storage {
 
   // ---- jobs ----------------------------------------------------------------------------------
 
+  /**
+   * What the server can do, asked once (a failed ask is asked again next time); on the caller's
+   * connection when there is one, which may hold the last connection of a shared pool.
+   */
+  private features(on?: Queryable): Promise<MysqlFeatures> {
+    if (this.serverFeatures) return this.serverFeatures;
+    const ask = on ? run(on, this.sql.features) : this.one('features', (c) => run(c, this.sql.features));
+    this.serverFeatures = ask.then(
+      (rows) => featuresOf(rows[0]),
+      (e: unknown) => {
+        this.serverFeatures = null;
+        throw e;
+      },
+    );
+    return this.serverFeatures;
+  }
+
   async insertJobs(jobs: readonly NewJob[], opts?: { tx?: unknown }): Promise<InsertResult[]> {
-    if (opts?.tx !== undefined && opts.tx !== null) {
-      const c = callerTx(opts.tx);
+    const c = opts?.tx !== undefined && opts.tx !== null ? callerTx(opts.tx) : null;
+    if (jobs.length === 0) return [];
+    const batch = prepareInsert(jobs);
+    if (c) {
       try {
-        return await insertJobsOn(c, this.sql, jobs);
+        return await insertJobsOn(c, this.sql, batch, await this.features(c));
       } catch (e) {
         throw toStorageError(e, 'insertJobs');
       }
     }
-    if (jobs.length === 0) return [];
-    return this.tx('insertJobs', (c) => insertJobsOn(c, this.sql, jobs));
+    const f = await this.features();
+    // one INSERT … RETURNING is atomic by itself: no BEGIN / COMMIT round trips
+    if (isSingleStatement(batch, f)) return inAutocommit(this.pool, 'insertJobs', (c) => insertJobsOn(c, this.sql, batch, f));
+    return this.tx('insertJobs', (c) => insertJobsOn(c, this.sql, batch, f));
   }
 
   claimJobs(params: ClaimParams): Promise<ClaimedJob[]> {
@@ -162,7 +189,9 @@ export class MysqlStorage implements Storage {
       }
     }
     if (params.length === 0) return [];
-    return this.tx('finishJobs', (c) => finishOn(c, this.sql, params));
+    // READ COMMITTED: every read is a locking read of the batch's own rows; no gap locks to make
+    // claimers inserting attempt rows (or other finishers) wait for this commit
+    return this.tx('finishJobs', (c) => finishOn(c, this.sql, params), true);
   }
 
   async findExpiredLeases(params: { limit: number }): Promise<ExpiredLease[]> {

@@ -1,0 +1,131 @@
+/**
+ * Fenced finishes on MySQL/MariaDB, a whole batch in a bounded number of statements:
+ *
+ * 1. SELECT … FOR UPDATE of the batch's jobs in id order: the rows are
+ *    locked in one order by every finisher (no deadlock between batches), and the read says
+ *    which items land: the first item per job whose id, lease token and status 'running' (and,
+ *    for the sweeper, an expired lease) match; items later in the batch see that job finished.
+ * 2. The job rows. Items that end the same way (status, delay, error, …: a batch of successes)
+ *    share one single-table UPDATE … WHERE (id, lease_token) IN (…) AND status = 'running'; the
+ *    GROUPED largest such groups get one each, and whatever is left goes into one UPDATE joined
+ *    to a JSON_TABLE of per-item values. (The join costs the server about twice as much per row
+ *    as the plain UPDATE: MariaDB buffers a multi-table update's rows before writing them.)
+ * 3. The attempt rows of the landed items, grouped the same way by how the attempt ended.
+ *
+ * Steps 2 and 3 go out together with COMMIT (mysql-tx.ts): with BEGIN riding on step 1, a batch
+ * is two round trips.
+ */
+import type { FinishParams, FinishResult } from '../../core/storage.js';
+import type { Queryable, ResultHeader, Row } from './mysql-db.js';
+import { idParam, micros, run } from './mysql-db.js';
+import type { Stmt } from './mysql-tx.js';
+import { runLast } from './mysql-tx.js';
+import type { MysqlSql } from './mysql-sql.js';
+
+/** Ids are BIGINT UNSIGNED: anything larger names no job. */
+const MAX_ID = 2n ** 64n - 1n;
+/** lease_token is VARCHAR(64): a longer token matches no lease. */
+const MAX_TOKEN = 64;
+/** Groups of like items written by their own plain UPDATE; the rest share one JSON_TABLE join. */
+const GROUPED = 2;
+
+/** A landing item with its values, as the statements bind them. */
+interface Landing {
+  index: number;
+  id: bigint;
+  token: string;
+  /** status, terminal, expired-only, run-after µs, uncount, has-error, error code, error message */
+  job: [string, 0 | 1, 0 | 1, number | null, 0 | 1, 0 | 1, string | null, string | null];
+  /** outcome, error code, message, stack, retry delay */
+  attempt: [string, string | null, string | null, string | null, number | null];
+}
+
+function landingOf(index: number, id: bigint, f: FinishParams): Landing {
+  const err = f.attempt.error ?? null;
+  const terminal = f.status === 'succeeded' || f.status === 'dead' || f.status === 'cancelled';
+  const runAfter = f.runAfterMs !== undefined && f.runAfterMs !== null ? micros(f.runAfterMs) : null;
+  return {
+    index,
+    id,
+    token: f.leaseToken,
+    job: [f.status, terminal ? 1 : 0, f.onlyIfExpired === true ? 1 : 0, runAfter, f.uncountAttempt ? 1 : 0, f.error ? 1 : 0, f.error?.code ?? null, f.error?.message ?? null],
+    attempt: [f.attempt.outcome, err?.code ?? null, err?.message ?? null, err?.stack ?? null, f.attempt.retryDelayMs ?? null],
+  };
+}
+
+/** Fenced finishes on `c` (inside a transaction); results in input order. */
+export async function finishOn(c: Queryable, sql: MysqlSql, items: readonly FinishParams[]): Promise<FinishResult[]> {
+  const results: FinishResult[] = items.map((f) => ({ id: f.id, applied: false }));
+  const candidates: Landing[] = [];
+  items.forEach((f, i) => {
+    const id = idParam(f.id);
+    if (id !== null && id <= MAX_ID && f.leaseToken.length <= MAX_TOKEN) candidates.push(landingOf(i, id, f));
+  });
+  if (candidates.length === 0) return results;
+  const landing = await lockAndFence(c, sql, items, candidates);
+  if (landing.length === 0) return results;
+  const jobStmts = jobStatements(sql, landing);
+  const done = await runLast(c, [...jobStmts, ...attemptStatements(sql, landing)]);
+  const finished = done.slice(0, jobStmts.length).reduce((n: number, r) => n + (r as ResultHeader).affectedRows, 0);
+  // the rows were locked by the lock read, so the fenced UPDATEs land exactly the items it chose
+  if (finished !== landing.length) throw new Error(`mysql finishJobs: ${finished} of ${landing.length} locked jobs finished`);
+  for (const l of landing) results[l.index]!.applied = true;
+  return results;
+}
+
+/** Lock the candidates' jobs in id order; the items that land, in input order. */
+async function lockAndFence(c: Queryable, sql: MysqlSql, items: readonly FinishParams[], candidates: readonly Landing[]): Promise<Landing[]> {
+  const state = new Map<bigint, Row>();
+  for (const r of await run(c, sql.finishLock, [[...new Set(candidates.map((l) => l.id))]])) state.set(BigInt(String(r.id)), r);
+  const finished = new Set<bigint>();
+  return candidates.filter((l) => {
+    const r = state.get(l.id);
+    if (!r || finished.has(l.id) || r.status !== 'running' || r.lease_token !== l.token) return false;
+    if (items[l.index]!.onlyIfExpired === true && Number(r.expired) !== 1) return false;
+    finished.add(l.id);
+    return true;
+  });
+}
+
+/** Items sharing the same values, largest group first. */
+function groupsBy(landing: readonly Landing[], key: (l: Landing) => unknown[]): Landing[][] {
+  const groups = new Map<string, Landing[]>();
+  for (const l of landing) {
+    const k = JSON.stringify(key(l));
+    const g = groups.get(k);
+    if (g) g.push(l);
+    else groups.set(k, [l]);
+  }
+  return [...groups.values()].sort((a, b) => b.length - a.length);
+}
+
+/** The leftovers as the JSON_TABLE in mysql-sql-jobs.ts reads them; absent keys read as NULL. */
+function jsonBatch(rest: readonly Landing[]): string {
+  return JSON.stringify(
+    rest.map(({ id, token, job: [s, f, x, r, u, e, ec, em], attempt: [o, ac, am, as, d] }) => ({
+      i: String(id), t: token, s, f, x, r: r ?? undefined, u, e, ec: ec ?? undefined, em: em ?? undefined,
+      o, ac: ac ?? undefined, am: am ?? undefined, as: as ?? undefined, d: d ?? undefined,
+    })),
+  );
+}
+
+/** Step 2: the job rows' UPDATEs. */
+function jobStatements(sql: MysqlSql, landing: readonly Landing[]): Stmt[] {
+  const groups = groupsBy(landing, (l) => l.job);
+  const stmts: Stmt[] = groups.slice(0, GROUPED).map((g) => {
+    const [s, f, x, r, u, e, ec, em] = g[0]!.job;
+    return { sql: sql.finishGroup, values: [s, f, r, u, e, ec, e, em, g.map((l) => l.id), g.map((l) => [l.id, l.token]), x] };
+  });
+  const rest = groups.slice(GROUPED).flat();
+  if (rest.length > 0) stmts.push({ sql: sql.finishJobs, values: [jsonBatch(rest)] });
+  return stmts;
+}
+
+/** Step 3: the attempt rows' UPDATEs. */
+function attemptStatements(sql: MysqlSql, landing: readonly Landing[]): Stmt[] {
+  const groups = groupsBy(landing, (l) => l.attempt);
+  const stmts: Stmt[] = groups.slice(0, GROUPED).map((g) => ({ sql: sql.closeGroup, values: [...g[0]!.attempt, g.map((l) => l.id), g.map((l) => [l.id, l.token])] }));
+  const rest = groups.slice(GROUPED).flat();
+  if (rest.length > 0) stmts.push({ sql: sql.closeAttempts, values: [jsonBatch(rest)] });
+  return stmts;
+}
