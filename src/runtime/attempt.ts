@@ -37,8 +37,15 @@ export interface AttemptDeps {
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 export class Attempt {
-  readonly controller = new AbortController();
   readonly startedAt = Date.now();
+  /**
+   * Made when the handler first reads `ctx.signal` (or on abort after that): most handlers
+   * never do, and an AbortController with its listener was a tenth of the runtime's own cost
+   * per job. Until then `#reason` and `#aborted` carry the abort.
+   */
+  #controller: AbortController | undefined;
+  #reason: AbortReason | undefined;
+  #onAbort: (() => void) | undefined;
   /** local time by which the lease surely lapses unless renewed (kept by the heartbeater) */
   expiresAt: number;
   #timeout: NodeJS.Timeout | undefined;
@@ -59,7 +66,16 @@ export class Attempt {
   }
 
   get signal(): AbortSignal {
-    return this.controller.signal;
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#reason) this.#controller.abort(this.#reason);
+    }
+    return this.#controller.signal;
+  }
+
+  /** why the attempt was aborted, once it was */
+  get abortReason(): AbortReason | undefined {
+    return this.#reason;
   }
 
   /** Past its max runtime the lease is no longer renewed, whatever the handler does. */
@@ -88,9 +104,11 @@ export class Attempt {
   }
 
   abort(reason: AbortReason, graceMs?: number): void {
-    if (this.signal.aborted) return;
+    if (this.#reason) return;
     if (graceMs !== undefined) this.#graceMs = graceMs;
-    this.controller.abort(reason);
+    this.#reason = reason;
+    this.#controller?.abort(reason);
+    this.#onAbort?.();
   }
 
   /** Runs the attempt; resolves to how it ended (a job status, or 'lost' when not ours to record). */
@@ -102,8 +120,8 @@ export class Attempt {
     );
     const settled = this.#invoke();
     const aborted = new Promise<'aborted'>((resolve) => {
-      if (this.signal.aborted) resolve('aborted');
-      else this.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+      if (this.#reason) resolve('aborted');
+      else this.#onAbort = () => resolve('aborted');
     });
     const first = await Promise.race([settled, aborted]);
     clearTimeout(this.#timeout);
@@ -112,7 +130,7 @@ export class Attempt {
       this.freeSlot();
       return this.#record(classify(first));
     }
-    const reason = this.signal.reason as AbortReason;
+    const reason = this.#reason as AbortReason;
     let outcome = 'lost';
     if (reason.code === 'TIMEOUT') outcome = await this.#record({ kind: 'timeout', timeoutMs: this.job.timeoutMs });
     else if (reason.code === 'MAX_RUNTIME') outcome = await this.#record({ kind: 'max_runtime', maxRuntimeMs: this.job.maxRuntimeMs });
@@ -151,15 +169,18 @@ export class Attempt {
   #context(): JobContext {
     const attemptLog = (): Logger => this.log;
     const lease = { id: this.job.id, leaseToken: this.job.leaseToken };
+    const attemptSignal = (): AbortSignal => this.signal;
     return {
       job: this.job,
       attempt: this.job.attempts,
-      signal: this.signal,
+      get signal() {
+        return attemptSignal();
+      },
       get log() {
         return attemptLog();
       },
       heartbeat: async () => {
-        if (this.signal.aborted) throw this.signal.reason;
+        if (this.#reason) throw this.#reason;
         this.#armTimeout();
         if (!(await this.deps.renew(this))) throw new LeaseLostError(this.job.id, 'heartbeat');
       },
