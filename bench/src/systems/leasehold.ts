@@ -1,5 +1,8 @@
 /**
- * leasehold itself, imported from the parent checkout's sources (no build step).
+ * leasehold itself, imported from the parent checkout's build (dist/, what users run; the
+ * root `npm run bench` builds it first). Not the TypeScript sources through tsx: tsx keeps
+ * function names by wrapping every function expression, which cost leasehold ~5 % of a drain's
+ * CPU that the peers, run from their compiled packages, do not pay.
  * Every guarantee stays on: fenced finishes, heartbeats, attempt history, the sweeper.
  * Logging is silenced (LEASEHOLD_LOG_LEVEL=silent), as it is for every peer.
  */
@@ -8,8 +11,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-// BENCH_LEASEHOLD_SRC=/abs/path/to/src/index.ts measures a patched copy (e.g. a prototype) instead
-const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../src/index.ts')) as typeof import('../../../src/index.ts');
+// BENCH_LEASEHOLD_SRC=/abs/path/to/dist/index.js (or src/index.ts) measures another copy (e.g. a prototype) instead
+const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../dist/index.js')) as typeof import('../../../src/index.ts');
 const { Worker, createClient, defaultLogger, defineJob, openStorage } = lh;
 import type { Db, OnJob, Producer, SystemDef } from '../common.ts';
 import { MYSQL_URL, PG_URL, sqliteDir } from '../common.ts';

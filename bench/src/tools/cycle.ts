@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { MYSQL_URL, PG_URL, sqliteDir } from '../common.ts';
 import { findSystem } from '../systems/index.ts';
-const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../src/index.ts')) as typeof import('../../../src/index.ts');
+const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../dist/index.js')) as typeof import('../../../src/index.ts');
 
 const [db = 'postgres', bArg = '300', rArg = '30'] = process.argv.slice(2);
 const batch = Number(bArg);
