@@ -123,23 +123,27 @@ LIMIT $3::int
 FOR UPDATE SKIP LOCKED`,
 
     /**
-     * $1 ids, $2 tokens, $3 lease ms. Returns the input positions (1-based) of lost leases.
-     * `locked` takes the row locks in id order, so batches over the same rows in different
-     * orders (heartbeats, finishes, rescues) wait for each other instead of deadlocking.
+     * $1 ids, $2 tokens, $3 lease ms. Returns the input positions (1-based) of the leases it
+     * extended; the others are lost. `locked` takes the row locks in id order, so batches over
+     * the same rows in different orders (heartbeats, finishes, rescues) wait for each other
+     * instead of deadlocking. Built, like `finish`, so that no two CTEs are joined: its cached
+     * (generic) plan cannot know the batch size, and stays right for 1 row or 500 (see
+     * postgres-functions.ts).
      */
-    heartbeat: `-- leasehold heartbeat: extend the leases still held (id + token + running); return the positions of the others
-WITH input AS (
-  SELECT * FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS u(id, token, ord)
-), locked AS (
-  SELECT id, lease_token, status FROM ${s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
+    heartbeat: `-- leasehold heartbeat: extend the leases still held (id + token + running); return their positions
+WITH locked AS (
+  SELECT j.id, j.lease_token, j.status, i.token, i.ord
+  FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS i(id, token, ord)
+  JOIN ${s}.jobs j ON j.id = i.id
+  ORDER BY j.id FOR UPDATE OF j
 ), extended AS (
   UPDATE ${s}.jobs j
   SET locked_until = ${NOW} + ${ms('$3::float8')}, heartbeat_at = ${NOW}, updated_at = ${NOW}
-  FROM input i JOIN locked l ON l.id = i.id
-  WHERE j.id = l.id AND l.lease_token = i.token AND l.status = 'running'
-  RETURNING i.ord
+  FROM locked l
+  WHERE j.id = l.id AND l.lease_token = l.token AND l.status = 'running'
+  RETURNING l.ord
 )
-SELECT i.ord FROM input i WHERE i.ord NOT IN (SELECT ord FROM extended) ORDER BY i.ord`,
+SELECT ord FROM extended`,
 
     /**
      * $1 ids. A separate statement on purpose: its snapshot is taken after the heartbeat waited
@@ -152,43 +156,46 @@ SELECT id::text AS id, status FROM ${s}.jobs WHERE id = ANY($1::bigint[])`,
      * $1 ids, $2 tokens, $3 statuses, $4 run_after_ms (null: keep run_at), $5 uncount attempt,
      * $6 has error, $7 error codes, $8 error messages, $9 attempt outcomes, $10 attempt error
      * codes, $11 attempt error messages, $12 attempt error stacks, $13 attempt retry delays,
-     * $14 only if expired, $15 notify channel, $16 notify payload. One row per item, in order.
-     * Row locks are taken in id order first (`locked`), as in `heartbeat`: no deadlocks.
-     * The fence (token, running, expiry) is checked on the values `locked` read under the row
-     * lock (the latest committed version), and the update finds its rows by primary key only,
-     * never through the running-lease index, whose dead entries pile up during a long drain.
+     * $14 only if expired, $15 notify channel, $16 notify payload. Returns the input positions
+     * (1-based) of the items that landed.
+     * Row locks are taken in id order first (`locked`), as in `heartbeat`: no deadlocks. The
+     * fence (token, running, expiry) is checked on the values `locked` read under the row lock
+     * (the latest committed version); the update finds its rows by primary key, and every later
+     * step reads what the step before returned: no two CTEs are joined, so the plan has no
+     * join whose cost depends on the batch size the planner cannot see.
      */
     finish: `-- leasehold finish: land each fenced outcome (id + token + running, expired if asked), write its attempt row, notify if a job is due again
-WITH input AS (
-  SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::bool[], $6::bool[],
-                       $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
-                       $13::float8[], $14::bool[])
-       WITH ORDINALITY AS u(id, token, status, run_after_ms, uncount, has_error, error_code,
+WITH locked AS (
+  SELECT j.id, j.lease_token, j.status AS was, j.locked_until, j.locked_by, j.attempts, j.started_at, i.*
+  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::bool[], $6::bool[],
+              $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+              $13::float8[], $14::bool[])
+       WITH ORDINALITY AS i(item_id, token, status, run_after_ms, uncount, has_error, error_code,
                             error_message, att_outcome, att_error_code, att_error_message,
                             att_error_stack, att_retry_delay_ms, only_if_expired, ord)
-), locked AS (
-  SELECT id, lease_token, status, locked_until, locked_by, attempts, started_at
-  FROM ${s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
+  JOIN ${s}.jobs j ON j.id = i.item_id
+  ORDER BY j.id FOR UPDATE OF j
 ), upd AS (
   UPDATE ${s}.jobs j
-  SET status = i.status,
-      run_at = CASE WHEN i.run_after_ms IS NULL THEN j.run_at ELSE ${NOW} + ${ms('i.run_after_ms')} END,
-      attempts = CASE WHEN i.uncount THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
-      last_error_code = CASE WHEN i.has_error THEN i.error_code ELSE j.last_error_code END,
-      last_error = CASE WHEN i.has_error THEN i.error_message ELSE j.last_error END,
+  SET status = l.status,
+      run_at = CASE WHEN l.run_after_ms IS NULL THEN j.run_at ELSE ${NOW} + ${ms('l.run_after_ms')} END,
+      attempts = CASE WHEN l.uncount THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
+      last_error_code = CASE WHEN l.has_error THEN l.error_code ELSE j.last_error_code END,
+      last_error = CASE WHEN l.has_error THEN l.error_message ELSE j.last_error END,
       locked_by = NULL, lease_token = NULL, locked_until = NULL,
-      finished_at = CASE WHEN i.status IN ('succeeded','dead','cancelled') THEN ${NOW} END,
+      finished_at = CASE WHEN l.status IN ('succeeded','dead','cancelled') THEN ${NOW} END,
       updated_at = ${NOW}
-  FROM input i JOIN locked l ON l.id = i.id
-  WHERE j.id = l.id AND l.lease_token = i.token AND l.status = 'running'
-    AND (NOT i.only_if_expired OR l.locked_until < ${NOW})
-  RETURNING i.ord, j.id, i.token, j.status, j.run_at
+  FROM locked l
+  WHERE j.id = l.id AND l.lease_token = l.token AND l.was = 'running'
+    AND (NOT l.only_if_expired OR l.locked_until < ${NOW})
+  RETURNING l.ord, j.id, j.status, j.run_at, l.attempts, l.locked_by, l.lease_token, l.started_at,
+            l.att_outcome, l.att_error_code, l.att_error_message, l.att_error_stack, l.att_retry_delay_ms
 ), closed AS (
   INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
                                  outcome, error_code, error_message, error_stack, retry_delay_ms)
-  SELECT l.id, l.attempts, l.locked_by, l.lease_token, l.started_at, ${NOW}, ${durationSince('l.started_at')},
-         i.att_outcome, i.att_error_code, i.att_error_message, i.att_error_stack, round(i.att_retry_delay_ms)::bigint
-  FROM upd JOIN input i ON i.ord = upd.ord JOIN locked l ON l.id = upd.id
+  SELECT id, attempts, locked_by, lease_token, started_at, ${NOW}, ${durationSince('started_at')},
+         att_outcome, att_error_code, att_error_message, att_error_stack, round(att_retry_delay_ms)::bigint
+  FROM upd
   ON CONFLICT (job_id, lease_token) DO UPDATE
   SET finished_at = EXCLUDED.finished_at, duration_ms = EXCLUDED.duration_ms, outcome = EXCLUDED.outcome,
       error_code = EXCLUDED.error_code, error_message = EXCLUDED.error_message,
@@ -197,21 +204,19 @@ WITH input AS (
   SELECT pg_notify($15, $16)
   FROM (SELECT 1 FROM upd WHERE upd.status IN ('queued','failed') AND upd.run_at <= ${NOW} LIMIT 1) AS due
 )
-SELECT i.ord, upd.id IS NOT NULL AS applied, (SELECT count(*) FROM woke) AS notified
-FROM input i LEFT JOIN upd ON upd.ord = i.ord
-ORDER BY i.ord`,
+SELECT ord FROM upd CROSS JOIN (SELECT count(*) FROM woke) AS notified`,
 
     /** The claim through its function (postgres-functions.ts); same parameters as `claim`. */
     claimCall: `-- leasehold claim: lease up to $4 due jobs in claim order (the claim_jobs function)
 SELECT ${JOB_COLUMNS.join(', ')} FROM ${s}.claim_jobs($1::text, $2::text[], $3::text[], $4::int, $5::float8)`,
 
     /** The heartbeat through its function; same parameters as `heartbeat`. */
-    heartbeatCall: `-- leasehold heartbeat: extend the leases still held; the positions of the others (the heartbeat_jobs function)
+    heartbeatCall: `-- leasehold heartbeat: extend the leases still held; their positions (the heartbeat_jobs function)
 SELECT ord FROM ${s}.heartbeat_jobs($1::bigint[], $2::text[], $3::float8)`,
 
     /** The finish through its function; same parameters as `finish`. */
-    finishCall: `-- leasehold finish: land each fenced outcome and write its attempt row (the finish_jobs function)
-SELECT ord, applied, notified FROM ${s}.finish_jobs($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::bool[],
+    finishCall: `-- leasehold finish: land each fenced outcome and write its attempt row; the positions that landed (the finish_jobs function)
+SELECT ord FROM ${s}.finish_jobs($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::bool[],
   $6::bool[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::float8[], $14::bool[],
   $15::text, $16::text)`,
 

@@ -198,7 +198,8 @@ export class PostgresStorage implements Storage {
     const status = new Map<string, JobStatus>();
     if (valid.length > 0) {
       const rows = await this.run('heartbeat', this.hot.heartbeat, [valid.map((l) => validId(l.id)), valid.map((l) => l.leaseToken), p.leaseMs]);
-      const lostValid = rows.map((r) => valid[Number(r.ord) - 1] as LeaseRef);
+      const extended = new Set(rows.map((r) => Number(r.ord) - 1));
+      const lostValid = valid.filter((_, i) => !extended.has(i));
       for (const l of lostValid) lost.add(l);
       if (lostValid.length > 0) {
         for (const r of await this.run('heartbeat', this.sql.statuses, [lostValid.map((l) => validId(l.id))])) status.set(String(r.id), r.status as JobStatus);
@@ -223,7 +224,7 @@ export class PostgresStorage implements Storage {
         NOTIFY_CHANNEL, this.schema,
       ];
       const rows = await this.run('finishJobs', this.hot.finish, args, on);
-      for (const r of rows) applied.set(items[Number(r.ord) - 1] as FinishParams, r.applied === true);
+      for (const r of rows) applied.set(items[Number(r.ord) - 1] as FinishParams, true);
     }
     return params.map((f) => ({ id: f.id, applied: applied.get(f) ?? false }));
   }
