@@ -4,7 +4,7 @@
  * passes those two decoders and gets the mappers.
  */
 import type { AttemptOutcome, JobStatus } from '../core/status.js';
-import type { AttemptRow, JobRow } from '../core/storage.js';
+import type { AttemptRow, JobRow, NewJob } from '../core/storage.js';
 
 export interface RowDecoders {
   /** a non-null timestamp column as the driver returns it */
@@ -69,4 +69,22 @@ export function rowMappers(d: RowDecoders) {
   }
 
   return { toJobRow, toAttemptRow };
+}
+
+/**
+ * The row a fresh insert of `j` holds, built without reading it back: what the database chose
+ * (id, run_at, created_at) plus what the row was given. Sending back columns we just sent
+ * cost the server and the parser a large share of a bulk insert. Validation happened before
+ * (names, integer ranges), so the columns hold exactly those values; `payload` must be the
+ * stored JSON as a read returns it (parsed from the text the adapter wrote).
+ */
+export function insertedJobRow(j: NewJob, db: { id: string; runAt: Date; createdAt: Date; payload: unknown }): JobRow {
+  return {
+    id: db.id, queue: j.queue, type: j.type, payload: db.payload, status: 'queued', priority: j.priority,
+    runAt: db.runAt, attempts: 0, maxAttempts: j.maxAttempts, idempotencyKey: j.idempotencyKey,
+    lockedBy: null, leaseToken: null, lockedUntil: null, heartbeatAt: null, startedAt: null, finishedAt: null,
+    lastErrorCode: null, lastError: null, timeoutMs: j.timeoutMs, maxRuntimeMs: j.maxRuntimeMs,
+    // each Date its own object, as rows read back are
+    createdAt: db.createdAt, updatedAt: new Date(db.createdAt.getTime()),
+  };
 }

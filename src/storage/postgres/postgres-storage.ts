@@ -18,6 +18,7 @@ import type {
   JobQuery, JobRow, MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
 } from '../../core/storage.js';
 import type { JobStatus } from '../../core/status.js';
+import { insertedJobRow } from '../row-mapping.js';
 import { prepared, query, transaction } from './postgres-db.js';
 import { fastTypes } from './postgres-types.js';
 import type { Prepared } from './postgres-db.js';
@@ -171,18 +172,11 @@ export class PostgresStorage implements Storage {
       jobs.map((j) => j.timeoutMs), jobs.map((j) => j.maxRuntimeMs), NOTIFY_CHANNEL, this.schema,
     ], on);
     if (rows.length !== jobs.length) throw new Error(`postgres insertJobs: ${rows.length} rows back for ${jobs.length} jobs`);
-    return rows.map((r, i) => {
-      const j = jobs[i] as NewJob;
-      const createdAt = r.created_at as Date;
-      // what the table holds: the payload as its JSON text reads back, defaults for the rest
-      const job: JobRow = {
-        id: String(r.id), queue: j.queue, type: j.type, payload: JSON.parse(payloads[i] as string) as unknown, status: 'queued',
-        priority: j.priority, runAt: r.run_at as Date, attempts: 0, maxAttempts: j.maxAttempts, idempotencyKey: null,
-        lockedBy: null, leaseToken: null, lockedUntil: null, heartbeatAt: null, startedAt: null, finishedAt: null,
-        lastErrorCode: null, lastError: null, timeoutMs: j.timeoutMs, maxRuntimeMs: j.maxRuntimeMs, createdAt, updatedAt: createdAt,
-      };
-      return { job, created: true };
-    });
+    // the payload as its JSON text reads back; the rest as given or as the database chose
+    return rows.map((r, i) => ({
+      job: insertedJobRow(jobs[i] as NewJob, { id: String(r.id), runAt: r.run_at as Date, createdAt: r.created_at as Date, payload: JSON.parse(payloads[i] as string) as unknown }),
+      created: true,
+    }));
   }
 
   async claimJobs(p: ClaimParams): Promise<ClaimedJob[]> {

@@ -14,6 +14,7 @@
 import type { JobStatus } from '../../core/status.js';
 import type { ClaimedJob, ClaimParams, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobRow, NewJob } from '../../core/storage.js';
 import type { SqliteDb } from './sqlite-db.js';
+import { insertedJobRow } from '../row-mapping.js';
 import { jsonOrNull, toJobRow, toSqlId } from './sqlite-rows.js';
 import type { SqlJob } from './sqlite-rows.js';
 import { claimSql, JOB_SQL } from './sqlite-sql.js';
@@ -43,32 +44,8 @@ function alike(a: Prepared, b: Prepared): boolean {
 
 /** The stored row of a job this call inserted, built without reading it back. */
 function insertedRow(id: number, p: Prepared, now: number): JobRow {
-  const j = p.job;
-  return {
-    id: String(id),
-    queue: j.queue,
-    type: j.type,
-    // parsed from the stored text: the caller gets what a read would give, not its own object
-    payload: JSON.parse(p.json),
-    status: 'queued',
-    priority: j.priority,
-    runAt: new Date(p.runAt),
-    attempts: 0,
-    maxAttempts: j.maxAttempts,
-    idempotencyKey: j.idempotencyKey,
-    lockedBy: null,
-    leaseToken: null,
-    lockedUntil: null,
-    heartbeatAt: null,
-    startedAt: null,
-    finishedAt: null,
-    lastErrorCode: null,
-    lastError: null,
-    timeoutMs: j.timeoutMs,
-    maxRuntimeMs: j.maxRuntimeMs,
-    createdAt: new Date(now),
-    updatedAt: new Date(now),
-  };
+  // parsed from the stored text: the caller gets what a read would give, not its own object
+  return insertedJobRow(p.job, { id: String(id), runAt: new Date(p.runAt), createdAt: new Date(now), payload: JSON.parse(p.json) as unknown });
 }
 
 /**
