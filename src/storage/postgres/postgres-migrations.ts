@@ -1,6 +1,7 @@
 /**
- * Versioned, forward-only migrations for PostgreSQL. The version numbers mean the same thing in
- * every dialect (1 = the initial schema of jobs, attempts, effects and workers). Each entry's
+ * Versioned, forward-only migrations for PostgreSQL. A version number means the same change in
+ * every dialect that has it (1 = the initial schema of jobs, attempts, effects and workers;
+ * 3, the hot path as functions, exists on PostgreSQL only). Each entry's
  * `sql` is a function of the quoted schema name, so several leasehold installations can share
  * one database. `migrate()` runs them in one transaction under an advisory lock (see
  * postgres-storage.ts), so two processes migrating at once apply each version exactly once.
