@@ -12,7 +12,7 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
-const MAX_BATCH = 250;
+const MAX_BATCH = 500;
 const RETRY_MS = [50, 200, 1_000, 3_000];
 /**
  * Batches written at once. One write in flight made the completer the bottleneck of a drain
@@ -21,6 +21,12 @@ const RETRY_MS = [50, 200, 1_000, 3_000];
  * never deadlock each other.
  */
 const MAX_WRITES = 2;
+/**
+ * A second write starts only for a batch at least this large; a smaller one waits for the write
+ * in flight and grows meanwhile. Every statement costs a socket write and a commit, whatever
+ * its size: many small batches cost more than a few large ones.
+ */
+const MIN_SECOND_BATCH = 100;
 
 export class Completer {
   #queue: Pending[] = [];
@@ -54,7 +60,7 @@ export class Completer {
   }
 
   #pump(): void {
-    while (this.#queue.length > 0 && this.#writes < MAX_WRITES) {
+    while (this.#queue.length > 0 && (this.#writes === 0 || (this.#writes < MAX_WRITES && this.#queue.length >= MIN_SECOND_BATCH))) {
       const batch = this.#queue.splice(0, MAX_BATCH);
       this.#writes++;
       void this.#write(batch).finally(() => {

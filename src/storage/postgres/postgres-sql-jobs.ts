@@ -157,7 +157,8 @@ SELECT id::text AS id, status FROM ${s}.jobs WHERE id = ANY($1::bigint[])`,
      * $6 has error, $7 error codes, $8 error messages, $9 attempt outcomes, $10 attempt error
      * codes, $11 attempt error messages, $12 attempt error stacks, $13 attempt retry delays,
      * $14 only if expired, $15 notify channel, $16 notify payload. Returns the input positions
-     * (1-based) of the items that landed.
+     * (1-based) of the items that landed. An optional array may be shorter than $1 (even
+     * empty): unnest pads it with NULLs, read as "none" (and false for the booleans).
      * Row locks are taken in id order first (`locked`), as in `heartbeat`: no deadlocks. The
      * fence (token, running, expiry) is checked on the values `locked` read under the row lock
      * (the latest committed version); the update finds its rows by primary key, and every later
@@ -187,7 +188,7 @@ WITH locked AS (
       updated_at = ${NOW}
   FROM locked l
   WHERE j.id = l.id AND l.lease_token = l.token AND l.was = 'running'
-    AND (NOT l.only_if_expired OR l.locked_until < ${NOW})
+    AND (NOT coalesce(l.only_if_expired, false) OR l.locked_until < ${NOW})
   RETURNING l.ord, j.id, j.status, j.run_at, l.attempts, l.locked_by, l.lease_token, l.started_at,
             l.att_outcome, l.att_error_code, l.att_error_message, l.att_error_stack, l.att_retry_delay_ms
 ), closed AS (

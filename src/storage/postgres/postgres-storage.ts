@@ -208,13 +208,20 @@ export class PostgresStorage implements Storage {
     const items = params.filter((f) => validId(f.id) !== null);
     const applied = new Map<FinishParams, boolean>();
     if (items.length > 0) {
+      // Optional columns go as [] when no item has a value: unnest pads a shorter array with
+      // NULLs, which the statement reads as "none" / false. A batch of successes then sends
+      // ids, tokens and two outcome columns instead of fourteen arrays of the batch's length.
+      const opt = <T>(f: (x: FinishParams) => T | null | undefined): (T | null)[] => {
+        const out = items.map((x) => f(x) ?? null);
+        return out.some((v) => v !== null && v !== false) ? out : [];
+      };
       const args = [
         items.map((f) => validId(f.id)), items.map((f) => f.leaseToken), items.map((f) => f.status),
-        items.map((f) => f.runAfterMs ?? null), items.map((f) => f.uncountAttempt === true),
-        items.map((f) => f.error != null), items.map((f) => safeText(f.error?.code)), items.map((f) => safeText(f.error?.message)),
-        items.map((f) => f.attempt.outcome), items.map((f) => safeText(f.attempt.error?.code)),
-        items.map((f) => safeText(f.attempt.error?.message)), items.map((f) => safeText(f.attempt.error?.stack)),
-        items.map((f) => f.attempt.retryDelayMs ?? null), items.map((f) => f.onlyIfExpired === true),
+        opt((f) => f.runAfterMs ?? null), opt((f) => f.uncountAttempt === true),
+        opt((f) => f.error != null), opt((f) => safeText(f.error?.code)), opt((f) => safeText(f.error?.message)),
+        items.map((f) => f.attempt.outcome), opt((f) => safeText(f.attempt.error?.code)),
+        opt((f) => safeText(f.attempt.error?.message)), opt((f) => safeText(f.attempt.error?.stack)),
+        opt((f) => f.attempt.retryDelayMs ?? null), opt((f) => f.onlyIfExpired === true),
         NOTIFY_CHANNEL, this.schema,
       ];
       const rows = await this.run('finishJobs', this.hot.finish, args, on);
