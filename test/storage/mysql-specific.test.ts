@@ -45,6 +45,7 @@ describe('mysql: error classification and retry', () => {
   it('classifies deadlock and lock wait timeout as lock errors, dropped connections as connection', () => {
     assert.equal(classifyMysqlError(err(1213, 'ER_LOCK_DEADLOCK')), 'lock');
     assert.equal(classifyMysqlError(err(1205, 'ER_LOCK_WAIT_TIMEOUT')), 'lock');
+    assert.equal(classifyMysqlError(err(1467, 'ER_AUTOINC_READ_FAILED')), 'lock', 'a deadlock on the auto-increment lock');
     assert.equal(classifyMysqlError(Object.assign(new Error('x'), { code: 'PROTOCOL_CONNECTION_LOST', fatal: true })), 'connection');
     assert.equal(classifyMysqlError(Object.assign(new Error('x'), { code: 'ECONNRESET' })), 'connection');
     assert.equal(classifyMysqlError(err(1927, 'ER_CONNECTION_KILLED')), 'connection');

@@ -1,8 +1,11 @@
 /**
  * What a MySQL/MariaDB error means for leasehold, and the retry loop built on it.
  *
- * - `lock`: deadlock (errno 1213, the server rolled the transaction back) or lock wait timeout
- *   (1205, the statement rolled back; we roll the rest back ourselves). Nothing of ours
+ * - `lock`: deadlock (errno 1213, the server rolled the transaction back), lock wait timeout
+ *   (1205, the statement rolled back; we roll the rest back ourselves), or InnoDB's deadlock on
+ *   the table's auto-increment lock, which MariaDB reports as 1467 "Failed to read
+ *   auto-increment value" after rolling the transaction back (MDEV-33593; seen when two
+ *   processes insert the same idempotency keys at once). Nothing of ours
  *   survived, so the whole operation may run again: retried with jittered backoff.
  * - `connection`: the connection broke (network, KILL CONNECTION, server restart). Safe to
  *   retry only when nothing could have committed: a read, an idempotent single statement, or a
@@ -14,8 +17,8 @@ import { TransientStorageError } from '../../core/errors.js';
 
 export type MysqlErrorKind = 'lock' | 'connection' | 'other';
 
-/** errno values: deadlock, lock wait timeout. */
-const LOCK_ERRNOS = new Set([1213, 1205]);
+/** errno values: deadlock, lock wait timeout, deadlock on the auto-increment lock. */
+const LOCK_ERRNOS = new Set([1213, 1205, 1467]);
 
 /**
  * errno values meaning the connection (or the server) went away: too many connections (1040),
