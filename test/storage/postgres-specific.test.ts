@@ -246,6 +246,14 @@ describe('postgres specific', { skip: url === null }, () => {
     assert.doesNotMatch(inner, /Seq Scan on jobs|Bitmap Heap Scan on jobs|Index Scan using jobs_running_lease_idx/, inner);
     // the claim walks the index in order and stops after its 300: no sort of the 20,000
     assert.doesNotMatch(inner, /Sort Method: quicksort {2}Memory: \d{4,}kB/, inner);
+    // with statistics that say the table is nearly all due rows, the cached plan once joined the
+    // picked ids to the table by a merge join over the whole primary key
+    await c.query(`ANALYZE ${q}.jobs`);
+    plans.length = 0;
+    assert.equal((await c.query(sql.claimCall, ['w', ['fresh'], null, 300, 30_000])).rows.length, 300);
+    const analyzed = plans.filter((p) => /picked AS/.test(p)).join('\n----\n');
+    assert.match(analyzed, /Index Scan using jobs_due_idx/, analyzed);
+    assert.doesNotMatch(analyzed, /Merge Join|Hash Join|Seq Scan/, analyzed);
   });
 
   it('a finish or a cancel closes in place an attempt row that an earlier version opened at claim time', async () => {
