@@ -5,22 +5,14 @@
  * may start); `run()` resolves once the outcome is written and the lease released.
  */
 import type { AttemptResult, RetryPolicy } from '../core/index.js';
-import {
-  AbortReason,
-  DEFAULT_RETRY_POLICY,
-  LeaseLostError,
-  LeaseholdError,
-  NotSupportedError,
-  PermanentFailure,
-  decideFinish,
-  errorInfo,
-  isJobOutcome,
-} from '../core/index.js';
-import type { ClaimedJob, EffectParams, FinishResult, FinishParams, Storage } from '../core/storage.js';
+import { AbortReason, DEFAULT_RETRY_POLICY, PermanentFailure, decideFinish, errorInfo, isJobOutcome } from '../core/index.js';
+import type { ClaimedJob, FinishResult, FinishParams, Storage } from '../core/storage.js';
+import { AttemptContext, type ContextHost } from './attempt-context.js';
 import type { Logger } from './env.js';
-import type { JobContext, JobDefinition } from './job-definition.js';
+import type { JobDefinition } from './job-definition.js';
 import { validateWithSchema } from './job-definition.js';
 
+/** What attempts need from their worker: one object, shared by all of the worker's attempts. */
 export interface AttemptDeps {
   storage: Storage;
   finish: (p: FinishParams) => Promise<FinishResult>;
@@ -30,14 +22,19 @@ export interface AttemptDeps {
   random: () => number;
   /** how long a handler gets to stop after its signal fires before its slot is taken back */
   abortGraceMs: number;
-  /** called once, when the handler no longer needs its concurrency slot */
-  slotFreed?: () => void;
+  /** called once per attempt, when its handler no longer needs its concurrency slot */
+  slotFreed?: (attempt: Attempt) => void;
 }
 
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 
-export class Attempt {
+/** setTimeout's largest delay; a later deadline is reached by re-arming. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+export class Attempt implements ContextHost {
   readonly startedAt = Date.now();
+  /** performance.now() at start, for the run time that sizes claim batches */
+  readonly launchedAt = performance.now();
   /**
    * Made when the handler first reads `ctx.signal` (or on abort after that): most handlers
    * never do, and an AbortController with its listener was a tenth of the runtime's own cost
@@ -48,8 +45,14 @@ export class Attempt {
   #onAbort: (() => void) | undefined;
   /** local time by which the lease surely lapses unless renewed (kept by the heartbeater) */
   expiresAt: number;
-  #timeout: NodeJS.Timeout | undefined;
-  #maxRuntime: NodeJS.Timeout | undefined;
+  /**
+   * One timer per attempt for both limits: it fires at the earlier of the inactivity deadline
+   * and the max-runtime deadline (Date.now() times), and on firing re-checks both, re-arming
+   * when a heartbeat moved the inactivity deadline. A heartbeat then only moves a number.
+   */
+  #timer: NodeJS.Timeout | undefined;
+  #idleDeadline = 0;
+  readonly #runtimeDeadline: number;
   #graceMs: number;
   /** success already written in the caller's transaction: nothing left to record */
   #succeededInTx = false;
@@ -63,6 +66,11 @@ export class Attempt {
   ) {
     this.#graceMs = deps.abortGraceMs;
     this.expiresAt = job.lockedUntil.getTime();
+    this.#runtimeDeadline = this.startedAt + job.maxRuntimeMs;
+  }
+
+  get storage(): Storage {
+    return this.deps.storage;
   }
 
   get signal(): AbortSignal {
@@ -100,7 +108,7 @@ export class Attempt {
   freeSlot(): void {
     if (!this.#holdsSlot) return;
     this.#holdsSlot = false;
-    this.deps.slotFreed?.();
+    this.deps.slotFreed?.(this);
   }
 
   abort(reason: AbortReason, graceMs?: number): void {
@@ -113,19 +121,16 @@ export class Attempt {
 
   /** Runs the attempt; resolves to how it ended (a job status, or 'lost' when not ours to record). */
   async run(): Promise<string> {
-    this.#armTimeout();
-    this.#maxRuntime = setTimeout(
-      () => this.abort(new AbortReason('MAX_RUNTIME', `max runtime of ${this.job.maxRuntimeMs} ms reached`)),
-      this.job.maxRuntimeMs,
-    );
+    this.#idleDeadline = this.startedAt + this.job.timeoutMs;
+    this.#armTimer();
     const settled = this.#invoke();
-    const aborted = new Promise<'aborted'>((resolve) => {
+    // whichever comes first, the handler's result or an abort: one promise settled by both
+    const first = await new Promise<Settled | 'aborted'>((resolve) => {
       if (this.#reason) resolve('aborted');
       else this.#onAbort = () => resolve('aborted');
+      void settled.then(resolve);
     });
-    const first = await Promise.race([settled, aborted]);
-    clearTimeout(this.#timeout);
-    clearTimeout(this.#maxRuntime);
+    clearTimeout(this.#timer);
     if (first !== 'aborted') {
       this.freeSlot();
       return this.#record(classify(first));
@@ -146,12 +151,31 @@ export class Attempt {
     return outcome;
   }
 
-  #armTimeout(): void {
-    clearTimeout(this.#timeout);
-    this.#timeout = setTimeout(
-      () => this.abort(new AbortReason('TIMEOUT', `no progress for ${this.job.timeoutMs} ms`)),
-      this.job.timeoutMs,
-    );
+  /** The handler reported progress (ctx.heartbeat): refused once aborted, else the inactivity timeout restarts. */
+  progress(): void {
+    if (this.#reason) throw this.#reason;
+    this.#idleDeadline = Date.now() + this.job.timeoutMs;
+  }
+
+  renew(): Promise<boolean> {
+    return this.deps.renew(this);
+  }
+
+  succeededInTransaction(): void {
+    this.#succeededInTx = true;
+  }
+
+  #armTimer(): void {
+    const at = Math.min(this.#idleDeadline, this.#runtimeDeadline);
+    this.#timer = setTimeout(() => this.#onTimer(), Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
+  }
+
+  #onTimer(): void {
+    if (this.#reason) return;
+    const now = Date.now();
+    if (now >= this.#runtimeDeadline) this.abort(new AbortReason('MAX_RUNTIME', `max runtime of ${this.job.maxRuntimeMs} ms reached`));
+    else if (now >= this.#idleDeadline) this.abort(new AbortReason('TIMEOUT', `no progress for ${this.job.timeoutMs} ms`));
+    else this.#armTimer();
   }
 
   async #invoke(): Promise<Settled> {
@@ -160,62 +184,10 @@ export class Attempt {
       if (this.def.schema) payload = await validateWithSchema(this.job.type, this.def.schema, payload).catch((e: unknown) => {
         throw new PermanentFailure((e as Error).message, { cause: e });
       });
-      return { ok: true, value: await this.def.handler(payload, this.#context()) };
+      return { ok: true, value: await this.def.handler(payload, new AttemptContext(this)) };
     } catch (error) {
       return { ok: false, error };
     }
-  }
-
-  #context(): JobContext {
-    const attemptLog = (): Logger => this.log;
-    const lease = { id: this.job.id, leaseToken: this.job.leaseToken };
-    const attemptSignal = (): AbortSignal => this.signal;
-    return {
-      job: this.job,
-      attempt: this.job.attempts,
-      get signal() {
-        return attemptSignal();
-      },
-      get log() {
-        return attemptLog();
-      },
-      heartbeat: async () => {
-        if (this.#reason) throw this.#reason;
-        this.#armTimeout();
-        if (!(await this.deps.renew(this))) throw new LeaseLostError(this.job.id, 'heartbeat');
-      },
-      succeedInTransaction: async (tx: unknown) => {
-        if (!this.deps.storage.capabilities.transactionalEnqueue) {
-          throw new NotSupportedError('completing a job inside your transaction', this.deps.storage.dialect);
-        }
-        const params = { id: lease.id, leaseToken: lease.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } };
-        const [r] = await this.deps.storage.finishJobs([params], { tx });
-        if (!r?.applied) throw new LeaseLostError(this.job.id, 'completion');
-        this.#succeededInTx = true;
-      },
-      once: async <T>(key: string, fn: () => T | Promise<T>): Promise<T> => {
-        const params = { key, jobId: lease.id, leaseToken: lease.leaseToken };
-        const r = await this.deps.storage.reserveEffect(params);
-        if (r.state === 'lost') throw new LeaseLostError(this.job.id, `effect ${key}`);
-        // Another live job holds this key right now; fail this attempt so it retries and then
-        // finds the effect done (or free), rather than running the effect twice.
-        if (r.state === 'busy') throw new LeaseholdError('EFFECT_BUSY', `effect ${key} is being performed by another job right now`);
-        if (r.state === 'done') {
-          this.log.info({ event: 'effect.skipped', key }, 'effect already recorded; skipped');
-          return r.result as T;
-        }
-        const result = await fn();
-        const recorded = await recordEffect(this.deps.storage, { ...params, result: result === undefined ? null : result }).catch((e: unknown) => {
-          this.log.error({ event: 'effect.unrecorded', key, err: (e as Error).message }, 'effect ran but its record could not be written; a retry of this job will run it again');
-          throw e;
-        });
-        if (!recorded) {
-          this.log.error({ event: 'effect.unrecorded', key }, 'effect ran but the lease was lost before it was recorded');
-          throw new LeaseLostError(this.job.id, `record of effect ${key}`);
-        }
-        return result;
-      },
-    };
   }
 
   async #record(result: AttemptResult): Promise<string> {
@@ -238,11 +210,12 @@ export class Attempt {
       this.log.warn({ event: 'job.lease_lost', outcome: decision.attempt.outcome, durationMs }, 'lease lost before the outcome was recorded; result discarded');
       return 'lost';
     }
+    if (decision.status === 'succeeded') {
+      if (info) this.log.info({ event: 'job.succeeded', outcome: decision.attempt.outcome, durationMs, maxAttempts: this.job.maxAttempts }, 'job succeeded');
+      return 'succeeded';
+    }
     const fields = { outcome: decision.attempt.outcome, durationMs, maxAttempts: this.job.maxAttempts };
     switch (decision.status) {
-      case 'succeeded':
-        if (info) this.log.info({ event: 'job.succeeded', ...fields }, 'job succeeded');
-        break;
       case 'failed':
         this.log.warn({ event: 'job.failed', ...fields, nextDelayMs: decision.runAfterMs, error: decision.error?.message }, 'job failed; will retry');
         break;
@@ -273,30 +246,6 @@ function classify(s: Settled): AttemptResult {
   }
   if (s.error instanceof PermanentFailure) return { kind: 'permanent', error: errorInfo(s.error) };
   return { kind: 'error', error: s.error };
-}
-
-const RECORD_RETRY_MS = [50, 200, 1_000, 3_000];
-
-/**
- * Record a performed effect. The effect already happened, so a dropped connection must not
- * lose its record (the job's next attempt would perform it again): any error is retried — not
- * only those classified transient, since a driver may report a killed connection in its own
- * words — which is safe because the write is fenced by the lease and idempotent. A retry that
- * finds nothing pending asks whether the earlier write landed before its connection dropped.
- */
-async function recordEffect(storage: Storage, p: EffectParams & { result: unknown }): Promise<boolean> {
-  for (let i = 0; ; i++) {
-    try {
-      if (await storage.completeEffect(p)) return true;
-      if (i === 0) return false;
-      const effects = await storage.listEffects({ jobId: p.jobId, limit: 1_000 });
-      return effects.some((e) => e.key === p.key && e.state === 'done');
-    } catch (e) {
-      const wait = RECORD_RETRY_MS[i];
-      if (wait === undefined) throw e;
-      await delay(wait);
-    }
-  }
 }
 
 function delay(ms: number): Promise<void> {

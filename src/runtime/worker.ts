@@ -7,7 +7,7 @@ import type { AbortReason } from '../core/index.js';
 import { DEFAULT_LEASE_MS, ValidationError, decideFinish, DEFAULT_RETRY_POLICY, sweepInterval } from '../core/index.js';
 import { AbortReason as Reason, bufferTarget, claimLimit, nextAvgRunMs } from '../core/index.js';
 import type { ClaimedJob, Storage } from '../core/storage.js';
-import { Attempt } from './attempt.js';
+import { Attempt, type AttemptDeps } from './attempt.js';
 import { Completer } from './completer.js';
 import type { Logger } from './env.js';
 import { LocalBus, defaultLogger, newWorkerId } from './env.js';
@@ -345,17 +345,19 @@ export class Worker {
     }
   }
 
+  /** What every attempt of this worker shares (made once: per job it was a closure apiece). */
+  #attemptDeps: AttemptDeps | undefined;
+
   #launch(entry: Buffered, def: NonNullable<ReturnType<JobRegistry['get']>>, lock: Lock | null): void {
-    const attempt = new Attempt(entry.job, def, {
+    const attempt = new Attempt(entry.job, def, (this.#attemptDeps ??= {
       storage: this.#storage,
       finish: (p) => this.#completer.finish(p),
       renew: async (a) => !(await this.#heartbeater.beat([a])).has(a.job.id),
       log: this.log,
       random: this.#random,
       abortGraceMs: this.#opts.abortGraceMs ?? 5_000,
-      slotFreed: () => this.#slotFreed(performance.now() - launchedAt),
-    });
-    const launchedAt = performance.now();
+      slotFreed: (a) => this.#slotFreed(performance.now() - a.launchedAt),
+    }));
     attempt.expiresAt = entry.expiresAt;
     this.#executing++;
     this.#running.set(entry.job.id, attempt);

@@ -1,0 +1,128 @@
+/**
+ * The handler's view of its attempt (`ctx`): heartbeat, effects (`once`), success inside the
+ * caller's transaction, signal and logger.
+ *
+ * One object per job whose functions are made the first time the handler reads them: most
+ * handlers use none, and an object literal of closures and getters per job was a measurable
+ * share of a short job's cost (allocation, then garbage collection while the jobs of a claim
+ * batch are alive). Reading `ctx.heartbeat` (or destructuring it) gives a function bound to
+ * this attempt, as before.
+ */
+import { LeaseLostError, LeaseholdError, NotSupportedError } from '../core/index.js';
+import type { ClaimedJob, EffectParams, Storage } from '../core/storage.js';
+import type { Logger } from './env.js';
+import type { JobContext } from './job-definition.js';
+
+/** What the context needs from its attempt. */
+export interface ContextHost {
+  readonly job: ClaimedJob;
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+  readonly storage: Storage;
+  /** Progress was reported: throws the abort reason once aborted, else resets the inactivity timeout. */
+  progress(): void;
+  /** Renew the lease now; false when it is lost (and the attempt was aborted). */
+  renew(): Promise<boolean>;
+  /** The success was written in the handler's transaction: nothing left to record. */
+  succeededInTransaction(): void;
+}
+
+export class AttemptContext implements JobContext {
+  #heartbeat: (() => Promise<void>) | undefined;
+  #once: (<T>(key: string, fn: () => T | Promise<T>) => Promise<T>) | undefined;
+  #succeed: ((tx: unknown) => Promise<void>) | undefined;
+
+  constructor(readonly host: ContextHost) {}
+
+  get job(): ClaimedJob {
+    return this.host.job;
+  }
+
+  get attempt(): number {
+    return this.host.job.attempts;
+  }
+
+  get signal(): AbortSignal {
+    return this.host.signal;
+  }
+
+  get log(): Logger {
+    return this.host.log;
+  }
+
+  get heartbeat(): () => Promise<void> {
+    return (this.#heartbeat ??= () => heartbeat(this.host));
+  }
+
+  get once(): <T>(key: string, fn: () => T | Promise<T>) => Promise<T> {
+    return (this.#once ??= (key, fn) => once(this.host, key, fn));
+  }
+
+  get succeedInTransaction(): (tx: unknown) => Promise<void> {
+    return (this.#succeed ??= (tx) => succeedInTransaction(this.host, tx));
+  }
+}
+
+async function heartbeat(host: ContextHost): Promise<void> {
+  host.progress();
+  if (!(await host.renew())) throw new LeaseLostError(host.job.id, 'heartbeat');
+}
+
+async function succeedInTransaction(host: ContextHost, tx: unknown): Promise<void> {
+  const { storage, job } = host;
+  if (!storage.capabilities.transactionalEnqueue) {
+    throw new NotSupportedError('completing a job inside your transaction', storage.dialect);
+  }
+  const params = { id: job.id, leaseToken: job.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } };
+  const [r] = await storage.finishJobs([params], { tx });
+  if (!r?.applied) throw new LeaseLostError(job.id, 'completion');
+  host.succeededInTransaction();
+}
+
+async function once<T>(host: ContextHost, key: string, fn: () => T | Promise<T>): Promise<T> {
+  const { storage, job } = host;
+  const params = { key, jobId: job.id, leaseToken: job.leaseToken };
+  const r = await storage.reserveEffect(params);
+  if (r.state === 'lost') throw new LeaseLostError(job.id, `effect ${key}`);
+  // Another live job holds this key right now; fail this attempt so it retries and then
+  // finds the effect done (or free), rather than running the effect twice.
+  if (r.state === 'busy') throw new LeaseholdError('EFFECT_BUSY', `effect ${key} is being performed by another job right now`);
+  if (r.state === 'done') {
+    host.log.info({ event: 'effect.skipped', key }, 'effect already recorded; skipped');
+    return r.result as T;
+  }
+  const result = await fn();
+  const recorded = await recordEffect(storage, { ...params, result: result === undefined ? null : result }).catch((e: unknown) => {
+    host.log.error({ event: 'effect.unrecorded', key, err: (e as Error).message }, 'effect ran but its record could not be written; a retry of this job will run it again');
+    throw e;
+  });
+  if (!recorded) {
+    host.log.error({ event: 'effect.unrecorded', key }, 'effect ran but the lease was lost before it was recorded');
+    throw new LeaseLostError(job.id, `record of effect ${key}`);
+  }
+  return result;
+}
+
+const RECORD_RETRY_MS = [50, 200, 1_000, 3_000];
+
+/**
+ * Record a performed effect. The effect already happened, so a dropped connection must not
+ * lose its record (the job's next attempt would perform it again): any error is retried — not
+ * only those classified transient, since a driver may report a killed connection in its own
+ * words — which is safe because the write is fenced by the lease and idempotent. A retry that
+ * finds nothing pending asks whether the earlier write landed before its connection dropped.
+ */
+async function recordEffect(storage: Storage, p: EffectParams & { result: unknown }): Promise<boolean> {
+  for (let i = 0; ; i++) {
+    try {
+      if (await storage.completeEffect(p)) return true;
+      if (i === 0) return false;
+      const effects = await storage.listEffects({ jobId: p.jobId, limit: 1_000 });
+      return effects.some((e) => e.key === p.key && e.state === 'done');
+    } catch (e) {
+      const wait = RECORD_RETRY_MS[i];
+      if (wait === undefined) throw e;
+      await new Promise((r) => setTimeout(r, wait).unref());
+    }
+  }
+}
