@@ -16,16 +16,18 @@ import type { Queryable, Row } from './postgres-rows.js';
 export interface Prepared {
   name: string;
   text: string;
+  /** rows as arrays of column values (cheaper to build and read than objects keyed by name) */
+  rowMode?: 'array';
 }
 
-export function prepared(text: string): Prepared {
-  return { name: `leasehold_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`, text };
+export function prepared(text: string, rowMode?: 'array'): Prepared {
+  return { name: `leasehold_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`, text, ...(rowMode ? { rowMode } : {}) };
 }
 
 /** Run one statement and return its rows. */
 export async function query(on: Queryable, what: string, text: string | Prepared, params: unknown[] = []): Promise<Row[]> {
   try {
-    const res = typeof text === 'string' ? await on.query(text, params) : await on.query({ name: text.name, text: text.text, values: params });
+    const res = typeof text === 'string' ? await on.query(text, params) : await on.query({ name: text.name, text: text.text, values: params, ...(text.rowMode ? { rowMode: text.rowMode } : {}) });
     return res.rows as Row[];
   } catch (e) {
     throw classifyPgError(e, what);

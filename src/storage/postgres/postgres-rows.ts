@@ -7,7 +7,7 @@
 import type pg from 'pg';
 import { ValidationError } from '../../core/errors.js';
 import type { JobStatus } from '../../core/status.js';
-import type { EffectRow, ExpiredLease, JobCount, WorkerRow } from '../../core/storage.js';
+import type { ClaimedJob, EffectRow, ExpiredLease, JobCount, WorkerRow } from '../../core/storage.js';
 import { rowMappers } from '../row-mapping.js';
 
 export type Row = Record<string, unknown>;
@@ -36,7 +36,10 @@ const MAX_BIGINT = 9223372036854775807n;
 
 /** A job/attempt id the database can hold, or null for anything else (then: "no such row"). */
 export function validId(id: unknown): string | null {
-  if (typeof id !== 'string' || !/^[0-9]{1,19}$/.test(id)) return null;
+  if (typeof id !== 'string') return null;
+  // the ids the database hands out (no leading zero, far below 2^63) are returned as they are
+  if (/^[1-9][0-9]{0,14}$/.test(id)) return id;
+  if (!/^[0-9]{1,19}$/.test(id)) return null;
   return BigInt(id) <= MAX_BIGINT ? String(BigInt(id)) : null;
 }
 
@@ -72,6 +75,44 @@ export function jsonParam(v: unknown): string {
 
 /** jsonb/json and timestamptz come back decoded by pg */
 export const { toJobRow, toAttemptRow } = rowMappers({ date, payload: (v) => v });
+
+/**
+ * A claimed job from a claim row (CLAIM_COLUMNS, as an array). The columns the claim set to
+ * one value come back once: heartbeat_at and updated_at are started_at, as the claim wrote them.
+ */
+export function toClaimedJob(r: unknown[], workerId: string): ClaimedJob {
+  const startedAt = date(r[11]);
+  const job: ClaimedJob = {
+    id: str(r[0]),
+    queue: str(r[1]),
+    type: str(r[2]),
+    payload: r[3],
+    status: 'running',
+    priority: num(r[4]),
+    runAt: date(r[5]),
+    attempts: num(r[6]),
+    maxAttempts: num(r[7]),
+    idempotencyKey: strOrNull(r[8]),
+    lockedBy: workerId,
+    leaseToken: str(r[9]),
+    lockedUntil: date(r[10]),
+    heartbeatAt: new Date(startedAt.getTime()),
+    startedAt,
+    finishedAt: dateOrNull(r[12]),
+    lastErrorCode: strOrNull(r[13]),
+    lastError: strOrNull(r[14]),
+    timeoutMs: num(r[15]),
+    maxRuntimeMs: num(r[16]),
+    createdAt: date(r[17]),
+    updatedAt: new Date(startedAt.getTime()),
+  };
+  // only jobs a schedule enqueued carry their slot
+  if (r[18] != null && r[19] != null) {
+    job.scheduleName = str(r[18]);
+    job.slotAt = date(r[19]);
+  }
+  return job;
+}
 
 export function toEffectRow(r: Row): EffectRow {
   return {

@@ -24,6 +24,16 @@ export const JOB_COLUMNS = [
   'updated_at', 'schedule_name', 'slot_at',
 ] as const;
 
+/**
+ * What a claim sends back per job, in this order: what the worker cannot know. `started_at` is
+ * the claim's `now`; heartbeat_at and updated_at equal it, locked_until is it plus the lease.
+ */
+export const CLAIM_COLUMNS = [
+  'id', 'queue', 'type', 'payload', 'priority', 'run_at', 'attempts', 'max_attempts', 'idempotency_key',
+  'lease_token', 'locked_until', 'started_at', 'finished_at', 'last_error_code', 'last_error', 'timeout_ms',
+  'max_runtime_ms', 'created_at', 'schedule_name', 'slot_at',
+] as const;
+
 /** The job columns, each qualified by `alias`. */
 export const jobColumns = (alias: string): string => JOB_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
 
@@ -210,9 +220,14 @@ WITH locked AS (
 )
 SELECT ord FROM upd CROSS JOIN (SELECT count(*) FROM woke) AS notified`,
 
-    /** The claim through its function (postgres-functions.ts); same parameters as `claim`. */
+    /**
+     * The claim through its function (postgres-functions.ts); same parameters as `claim`. Only
+     * the CLAIM_COLUMNS travel back, in that order (read as arrays by toClaimedJob): the rest of
+     * a claimed row is the claim's own doing (status, worker, the lease times all from one
+     * `now`), and every column sent is parsed and allocated per job on the worker.
+     */
     claimCall: `-- leasehold claim: lease up to $4 due jobs in claim order (the claim_jobs function)
-SELECT ${JOB_COLUMNS.join(', ')} FROM ${s}.claim_jobs($1::text, $2::text[], $3::text[], $4::int, $5::float8)`,
+SELECT ${CLAIM_COLUMNS.join(', ')} FROM ${s}.claim_jobs($1::text, $2::text[], $3::text[], $4::int, $5::float8)`,
 
     /** The heartbeat through its function; same parameters as `heartbeat`. */
     heartbeatCall: `-- leasehold heartbeat: extend the leases still held; their positions (the heartbeat_jobs function)

@@ -24,7 +24,7 @@ import { fastTypes } from './postgres-types.js';
 import type { Prepared } from './postgres-db.js';
 import { NOTIFY_CHANNEL, PgListener } from './postgres-listener.js';
 import { POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
-import { jsonParam, quoteSchema, safeText, toAttemptRow, toEffectRow, toExpiredLease, toJobCount, toJobRow, toWorkerRow, txClient, validId, type Queryable, type Row } from './postgres-rows.js';
+import { jsonParam, quoteSchema, safeText, toAttemptRow, toClaimedJob, toEffectRow, toExpiredLease, toJobCount, toJobRow, toWorkerRow, txClient, validId, type Queryable, type Row } from './postgres-rows.js';
 import { adminSql, migrationSql } from './postgres-sql-admin.js';
 import { jobsSql } from './postgres-sql-jobs.js';
 import * as sched from './postgres-schedules.js';
@@ -65,7 +65,7 @@ export class PostgresStorage implements Storage {
     const q = quoteSchema(this.schema);
     const jobs = jobsSql(q);
     this.sql = jobs;
-    this.hot = { claim: prepared(jobs.claimCall), heartbeat: prepared(jobs.heartbeatCall), finish: prepared(jobs.finishCall), insertPlain: prepared(jobs.insertPlain) };
+    this.hot = { claim: prepared(jobs.claimCall, 'array'), heartbeat: prepared(jobs.heartbeatCall), finish: prepared(jobs.finishCall), insertPlain: prepared(jobs.insertPlain) };
     this.admin = adminSql(q);
     this.mig = migrationSql(q);
     this.sch = sched.schedulesSql(q);
@@ -182,8 +182,8 @@ export class PostgresStorage implements Storage {
   async claimJobs(p: ClaimParams): Promise<ClaimedJob[]> {
     if (p.limit <= 0 || p.types.length === 0) return [];
     const params = [p.workerId, [...p.types], p.queues ? [...p.queues] : null, p.limit, p.leaseMs];
-    const rows = await this.run('claimJobs', this.hot.claim, params);
-    return rows.map((r) => toJobRow(r) as ClaimedJob);
+    const rows = (await this.run('claimJobs', this.hot.claim, params)) as unknown as unknown[][];
+    return rows.map((r) => toClaimedJob(r, p.workerId));
   }
 
   async heartbeat(p: HeartbeatParams): Promise<HeartbeatResult> {
