@@ -1,21 +1,34 @@
 /**
- * Profile leasehold's bulk enqueue (client.enqueueMany, 1,000 per call) in one process:
- *   node --import tsx --cpu-prof --cpu-prof-dir=results/prof src/tools/profile-enqueue.ts postgres 20000
+ * Profile leasehold's enqueue in one process: bulk (client.enqueueMany, 1,000 per call) or
+ * single (one client.enqueue per job, awaited one after the other, as the bench does):
+ *   node --import tsx src/tools/profile-enqueue.ts postgres 20000 [bulk|single] [system id]
+ * With PROFILE_OUT=file.cpuprofile, a CPU profile of the enqueue alone.
  */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { findSystem } from '../systems/index.ts';
 
-const [db = 'postgres', nArg = '20000'] = process.argv.slice(2);
+const [db = 'postgres', nArg = '20000', mode = 'bulk', systemId] = process.argv.slice(2);
 const n = Number(nArg);
-const sys = findSystem(`leasehold-${db}`);
+const sys = findSystem(systemId ?? `leasehold-${db}`);
 await sys.reset();
 const p = await sys.producer();
 const items = Array.from({ length: n }, (_, i) => ({ i }));
+const profileOut = process.env.PROFILE_OUT;
+const inspector = profileOut ? new Session() : undefined;
+if (inspector) {
+  inspector.connect();
+  await inspector.post('Profiler.enable');
+  await inspector.post('Profiler.start');
+}
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
-for (let i = 0; i < n; i += 1000) await p.enqueueBulk(items.slice(i, i + 1000));
+if (mode === 'single') for (const x of items) await p.enqueueOne(x);
+else for (let i = 0; i < n; i += 1000) await p.enqueueBulk(items.slice(i, i + 1000));
 const wall = performance.now() - t0;
 const cpu = process.cpuUsage(cpu0);
-console.log(JSON.stringify({ db, n, wallMs: Math.round(wall), cpuMs: Math.round((cpu.user + cpu.system) / 1000), jobsPerS: Math.round(n / (wall / 1000)) }));
+if (inspector && profileOut) writeFileSync(profileOut, JSON.stringify((await inspector.post('Profiler.stop')).profile));
+console.log(JSON.stringify({ system: sys.id, mode, db, n, wallMs: Math.round(wall), cpuMs: Math.round((cpu.user + cpu.system) / 1000), jobsPerS: Math.round(n / (wall / 1000)) }));
 await p.close();
 await sys.cleanup();
 process.exit(0);
