@@ -28,7 +28,7 @@ else for (let i = 0; i < n; i += 1000) await p.enqueueBulk(items.slice(i, i + 10
 const wall = performance.now() - t0;
 const cpu = process.cpuUsage(cpu0);
 if (inspector && profileOut) writeFileSync(profileOut, JSON.stringify((await inspector.post('Profiler.stop')).profile));
-console.log(JSON.stringify({ system: sys.id, mode, db, n, wallMs: Math.round(wall), cpuMs: Math.round((cpu.user + cpu.system) / 1000), jobsPerS: Math.round(n / (wall / 1000)) }));
+console.log(JSON.stringify({ system: sys.id, mode, db, n, wallMs: Math.round(wall), cpuMs: Math.round((cpu.user + cpu.system) / 1000), sysMs: Math.round(cpu.system / 1000), jobsPerS: Math.round(n / (wall / 1000)) }));
 await p.close();
 await sys.cleanup();
 process.exit(0);

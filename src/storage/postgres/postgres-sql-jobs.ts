@@ -97,6 +97,22 @@ WITH ins AS (
 )
 SELECT id, run_at, created_at, (SELECT count(*) FROM woke) AS notified FROM ins ORDER BY id`,
 
+    /**
+     * insertPlain for one job, with scalar parameters: no arrays to encode and unnest for the
+     * commonest call (one enqueue). $1 queue, $2 type, $3 payload json text, $4 priority, $5 run_at
+     * (null = use delay), $6 run_after_ms, $7 max_attempts, $8 timeout_ms, $9 max_runtime_ms,
+     * $10 notify channel, $11 notify payload. `notified` is null when the job is not due yet.
+     */
+    insertOne: `-- leasehold insert (one job, no idempotency key): add a queued job, notify if it is due now
+WITH ins AS (
+  INSERT INTO ${s}.jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts,
+                         timeout_ms, max_runtime_ms, created_at, updated_at)
+  VALUES ($1::text, $2::text, $3::json, 'queued', $4::int, coalesce($5::timestamptz, ${NOW} + ${ms('$6::float8')}), 0,
+          $7::int, $8::bigint, $9::bigint, ${NOW}, ${NOW})
+  RETURNING id, run_at, created_at
+)
+SELECT id, run_at, created_at, CASE WHEN run_at <= ${NOW} THEN pg_notify($10, $11) END AS notified FROM ins`,
+
     /** $1 idempotency keys */
     byIdempotencyKeys: `-- leasehold insert (duplicates): read the existing jobs holding these idempotency keys
 SELECT * FROM ${s}.jobs WHERE idempotency_key = ANY($1::text[])`,

@@ -53,7 +53,7 @@ export class PostgresStorage implements Storage {
   private readonly ownsPool: boolean;
   /** The job statements; the hot ones also prepared (their functions: postgres-functions.ts). */
   private readonly sql: ReturnType<typeof jobsSql>;
-  private readonly hot: { claim: Prepared; heartbeat: Prepared; finish: Prepared; insertPlain: Prepared };
+  private readonly hot: { claim: Prepared; heartbeat: Prepared; finish: Prepared; insertPlain: Prepared; insertOne: Prepared };
   private readonly admin: ReturnType<typeof adminSql>;
   private readonly mig: ReturnType<typeof migrationSql>;
   private readonly sch: ReturnType<typeof sched.schedulesSql>;
@@ -65,7 +65,7 @@ export class PostgresStorage implements Storage {
     const q = quoteSchema(this.schema);
     const jobs = jobsSql(q);
     this.sql = jobs;
-    this.hot = { claim: prepared(jobs.claimCall, 'array'), heartbeat: prepared(jobs.heartbeatCall), finish: prepared(jobs.finishCall), insertPlain: prepared(jobs.insertPlain) };
+    this.hot = { claim: prepared(jobs.claimCall, 'array'), heartbeat: prepared(jobs.heartbeatCall), finish: prepared(jobs.finishCall), insertPlain: prepared(jobs.insertPlain), insertOne: prepared(jobs.insertOne) };
     this.admin = adminSql(q);
     this.mig = migrationSql(q);
     this.sch = sched.schedulesSql(q);
@@ -166,11 +166,17 @@ export class PostgresStorage implements Storage {
   /** Jobs without idempotency keys: nothing can conflict, and each row is built from its input. */
   private async insertPlain(jobs: readonly NewJob[], on: Queryable | undefined): Promise<InsertResult[]> {
     const payloads = jobs.map((j) => jsonParam(j.payload));
-    const rows = await this.run('insertJobs', this.hot.insertPlain, [
-      jobs.map((j) => j.queue), jobs.map((j) => j.type), payloads, jobs.map((j) => j.priority),
-      jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.runAfterMs), jobs.map((j) => j.maxAttempts),
-      jobs.map((j) => j.timeoutMs), jobs.map((j) => j.maxRuntimeMs), NOTIFY_CHANNEL, this.schema,
-    ], on);
+    const one = jobs.length === 1 ? (jobs[0] as NewJob) : null;
+    const rows = one
+      ? await this.run('insertJobs', this.hot.insertOne, [
+          one.queue, one.type, payloads[0], one.priority, one.runAt ?? null, one.runAfterMs, one.maxAttempts,
+          one.timeoutMs, one.maxRuntimeMs, NOTIFY_CHANNEL, this.schema,
+        ], on)
+      : await this.run('insertJobs', this.hot.insertPlain, [
+          jobs.map((j) => j.queue), jobs.map((j) => j.type), payloads, jobs.map((j) => j.priority),
+          jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.runAfterMs), jobs.map((j) => j.maxAttempts),
+          jobs.map((j) => j.timeoutMs), jobs.map((j) => j.maxRuntimeMs), NOTIFY_CHANNEL, this.schema,
+        ], on);
     if (rows.length !== jobs.length) throw new Error(`postgres insertJobs: ${rows.length} rows back for ${jobs.length} jobs`);
     // the payload as its JSON text reads back; the rest as given or as the database chose
     return rows.map((r, i) => ({
