@@ -233,11 +233,11 @@ describe('postgres specific', { skip: url === null }, () => {
     await c.query("LOAD 'auto_explain'");
     await c.query('SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice; SET client_min_messages = notice');
     const sql = jobsSql(q);
-    const claimed = (await c.query(sql.claimCall, ['w', ['fresh'], null, 300, 30_000])).rows as { id: string; lease_token: string }[];
+    const claimed = (await c.query(sql.claimCall, ['w', ['fresh'], null, 300, 30_000, 'b1'])).rows as { id: string }[];
     assert.equal(claimed.length, 300);
     const n = claimed.length;
     const fill = <T>(v: T) => Array.from({ length: n }, () => v);
-    await c.query(sql.finishCall, [claimed.map((r) => r.id), claimed.map((r) => r.lease_token), fill('succeeded'), fill(null), fill(false), fill(false),
+    await c.query(sql.finishCall, [claimed.map((r) => r.id), claimed.map((r) => `b1.${r.id}`), fill('succeeded'), fill(null), fill(false), fill(false),
       fill(null), fill(null), fill('succeeded'), fill(null), fill(null), fill(null), fill(null), fill(false), 'leasehold_test_none', 'x']);
     // the statements inside the functions (plpgsql drops their header comment; the outer calls show only a Function Scan)
     const inner = plans.filter((p) => /picked AS|locked AS/.test(p)).join('\n----\n');
@@ -250,7 +250,7 @@ describe('postgres specific', { skip: url === null }, () => {
     // picked ids to the table by a merge join over the whole primary key
     await c.query(`ANALYZE ${q}.jobs`);
     plans.length = 0;
-    assert.equal((await c.query(sql.claimCall, ['w', ['fresh'], null, 300, 30_000])).rows.length, 300);
+    assert.equal((await c.query(sql.claimCall, ['w', ['fresh'], null, 300, 30_000, 'b2'])).rows.length, 300);
     const analyzed = plans.filter((p) => /picked AS/.test(p)).join('\n----\n');
     assert.match(analyzed, /Index Scan using jobs_due_idx/, analyzed);
     assert.doesNotMatch(analyzed, /Merge Join|Hash Join|Seq Scan/, analyzed);
@@ -280,6 +280,32 @@ describe('postgres specific', { skip: url === null }, () => {
     assert.equal(cancelled.length, 1);
     assert.equal(cancelled[0].outcome, 'cancelled');
     assert.deepEqual(new Set([a!.job.id, b!.job.id]), new Set(claimed.map((j) => j.id)));
+  });
+
+  it('lease tokens are a fresh base per claim and the id; the claim of the previous version (md5 tokens) still works', async () => {
+    const s = fresh();
+    await s.migrate();
+    const q = quoteSchema(s.schema);
+    const c = await client();
+    await s.insertJobs([job('tokens'), job('tokens'), job('tokens')]);
+    const [x, y] = await s.claimJobs({ workerId: 'w', types: ['tokens'], queues: null, limit: 2, leaseMs: 30_000 });
+    const base = x!.leaseToken.slice(0, x!.leaseToken.indexOf('.'));
+    assert.match(base, /^[0-9a-f]{32}$/);
+    assert.equal(x!.leaseToken, `${base}.${x!.id}`);
+    assert.equal(y!.leaseToken, `${base}.${y!.id}`);
+    // what the row holds is what the worker computed: the fence accepts it
+    const [done] = await s.finishJobs([{ id: x!.id, leaseToken: x!.leaseToken, status: 'failed', runAfterMs: 0, attempt: { outcome: 'failed' } }]);
+    assert.equal(done?.applied, true);
+    const again = (await s.claimJobs({ workerId: 'w', types: ['tokens'], queues: null, limit: 10, leaseMs: 30_000 })).find((j) => j.id === x!.id);
+    assert.ok(again, 'the failed job is claimed again');
+    await s.insertJobs([job('tokens')]);
+    assert.notEqual(again?.leaseToken, x!.leaseToken, 'a new claim of the same job gets a new base');
+    // a worker of the previous version calls the five-argument claim_jobs, with tokens made by the server
+    const old = (await c.query(`SELECT id, lease_token FROM ${q}.claim_jobs($1::text, $2::text[], $3::text[], $4::int, $5::float8)`, ['old', ['tokens'], null, 5, 30_000])).rows;
+    assert.equal(old.length, 1);
+    assert.match(old[0].lease_token, /^[0-9a-f]{32}$/);
+    const [landed] = await s.finishJobs([{ id: String(old[0].id), leaseToken: old[0].lease_token, status: 'succeeded', attempt: { outcome: 'succeeded' } }]);
+    assert.equal(landed?.applied, true);
   });
 
   it('error text with NUL characters (which PostgreSQL text cannot hold) still lands, as U+FFFD', async () => {

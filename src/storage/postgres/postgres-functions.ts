@@ -45,6 +45,18 @@ ${stmt};
 END
 $fn$`;
 
+/** Migration 4: the claim with lease tokens from a base the caller sends (see `claimWithBase`). An
+ * overload of claim_jobs: workers of the previous version keep calling the five-argument one. */
+export function claimWithBaseFunction(s: string): string {
+  return `
+-- claim_jobs (with a token base): lease up to lim due jobs, tokens made from token_base and the id
+CREATE FUNCTION ${s}.claim_jobs(worker text, types text[], queues text[], lim integer, lease_ms float8, token_base text)
+RETURNS TABLE (${JOB_RESULT})
+LANGUAGE plpgsql VOLATILE ${INDEXED}
+AS ${body(jobsSql(s).claimWithBase)};
+`;
+}
+
 export function hotPathFunctions(s: string): string {
   const sql = jobsSql(s);
   return `

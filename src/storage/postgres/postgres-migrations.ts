@@ -1,13 +1,14 @@
 /**
  * Versioned, forward-only migrations for PostgreSQL. A version number means the same change in
  * every dialect that has it (1 = the initial schema of jobs, attempts, effects and workers;
- * 3, the hot path as functions, exists on PostgreSQL only). Each entry's
+ * 3, the hot path as functions, exists on PostgreSQL only; 4, lease tokens from a base the worker
+ * sends, too). Each entry's
  * `sql` is a function of the quoted schema name, so several leasehold installations can share
  * one database. `migrate()` runs them in one transaction under an advisory lock (see
  * postgres-storage.ts), so two processes migrating at once apply each version exactly once.
  */
 
-import { hotPathFunctions } from './postgres-functions.js';
+import { claimWithBaseFunction, hotPathFunctions } from './postgres-functions.js';
 
 export interface PostgresMigration {
   version: number;
@@ -162,6 +163,15 @@ DROP INDEX IF EXISTS ${s}.job_attempts_job_lease_idx;
 -- (outcome 'running') are closed in place by the finish's ON CONFLICT
 ALTER TABLE ${s}.job_attempts DROP CONSTRAINT job_attempts_pkey, ADD PRIMARY KEY (job_id, lease_token);
 ${hotPathFunctions(s)}`,
+  },
+  {
+    version: 4,
+    name: 'claim with lease tokens made from a base the worker sends',
+    sql: (s) => `
+-- the claim made two random UUIDs and an md5 per row for its lease token: a tenth of the
+-- server's CPU in a drain. The worker now sends a fresh random base per claim; a row's token is
+-- the base and its id. The five-argument claim_jobs stays for workers of the previous version.
+${claimWithBaseFunction(s)}`,
   },
 ];
 

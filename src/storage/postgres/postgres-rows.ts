@@ -78,12 +78,14 @@ export const { toJobRow, toAttemptRow } = rowMappers({ date, payload: (v) => v }
 
 /**
  * A claimed job from a claim row (CLAIM_COLUMNS, as an array). The columns the claim set to
- * one value come back once: heartbeat_at and updated_at are started_at, as the claim wrote them.
+ * one value come back once: heartbeat_at and updated_at are started_at, as the claim wrote them;
+ * the lease token is `base` and the id, as the claim made it (claimWithBase).
  */
-export function toClaimedJob(r: unknown[], workerId: string): ClaimedJob {
-  const startedAt = date(r[11]);
+export function toClaimedJob(r: unknown[], workerId: string, base: string): ClaimedJob {
+  const startedAt = date(r[10]);
+  const id = str(r[0]);
   const job: ClaimedJob = {
-    id: str(r[0]),
+    id,
     queue: str(r[1]),
     type: str(r[2]),
     payload: r[3],
@@ -94,22 +96,22 @@ export function toClaimedJob(r: unknown[], workerId: string): ClaimedJob {
     maxAttempts: num(r[7]),
     idempotencyKey: strOrNull(r[8]),
     lockedBy: workerId,
-    leaseToken: str(r[9]),
-    lockedUntil: date(r[10]),
+    leaseToken: `${base}.${id}`,
+    lockedUntil: date(r[9]),
     heartbeatAt: new Date(startedAt.getTime()),
     startedAt,
-    finishedAt: dateOrNull(r[12]),
-    lastErrorCode: strOrNull(r[13]),
-    lastError: strOrNull(r[14]),
-    timeoutMs: num(r[15]),
-    maxRuntimeMs: num(r[16]),
-    createdAt: date(r[17]),
+    finishedAt: dateOrNull(r[11]),
+    lastErrorCode: strOrNull(r[12]),
+    lastError: strOrNull(r[13]),
+    timeoutMs: num(r[14]),
+    maxRuntimeMs: num(r[15]),
+    createdAt: date(r[16]),
     updatedAt: new Date(startedAt.getTime()),
   };
   // only jobs a schedule enqueued carry their slot
-  if (r[18] != null && r[19] != null) {
-    job.scheduleName = str(r[18]);
-    job.slotAt = date(r[19]);
+  if (r[17] != null && r[18] != null) {
+    job.scheduleName = str(r[17]);
+    job.slotAt = date(r[18]);
   }
   return job;
 }

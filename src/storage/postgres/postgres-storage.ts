@@ -10,6 +10,7 @@
  * `pg_notify(NOTIFY_CHANNEL, schema)` in the same transaction, delivered on commit;
  * `subscribe()` listens for them on a dedicated connection (postgres-listener.ts).
  */
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { LeaseholdError, SchemaTooNewError, TransientStorageError, ValidationError } from '../../core/errors.js';
 import type {
@@ -187,9 +188,11 @@ export class PostgresStorage implements Storage {
 
   async claimJobs(p: ClaimParams): Promise<ClaimedJob[]> {
     if (p.limit <= 0 || p.types.length === 0) return [];
-    const params = [p.workerId, [...p.types], p.queues ? [...p.queues] : null, p.limit, p.leaseMs];
+    // a fresh base per claim; each job's token is the base and its id (see claimWithBase)
+    const base = randomBytes(16).toString('hex');
+    const params = [p.workerId, [...p.types], p.queues ? [...p.queues] : null, p.limit, p.leaseMs, base];
     const rows = (await this.run('claimJobs', this.hot.claim, params)) as unknown as unknown[][];
-    return rows.map((r) => toClaimedJob(r, p.workerId));
+    return rows.map((r) => toClaimedJob(r, p.workerId, base));
   }
 
   async heartbeat(p: HeartbeatParams): Promise<HeartbeatResult> {
