@@ -40,6 +40,26 @@ export function insertTests(h: ConformanceHarness): void {
       assert.deepEqual(await s.getJob(j.id), j, 'getJob returns the same row');
     });
 
+    it('a batch returns each stored row: alike jobs (one run), and alike ones mixed with others', async () => {
+      const s = db.storage;
+      const type = uniq('ins');
+      const runAt = new Date((await s.now()).getTime() + 60_000);
+      runAt.setUTCMilliseconds(321);
+      const alike = Array.from({ length: 4 }, (_, i) => newJob(type, { queue: 'bulk', payload: { i }, priority: 2, maxAttempts: 3, timeoutMs: 4_000, maxRuntimeMs: 9_000, runAt }));
+      const delayed = Array.from({ length: 3 }, (_, i) => newJob(type, { payload: [i], runAfterMs: 30_000 }));
+      const mixed = [newJob(type, { payload: 'a' }), newJob(uniq('ins'), { payload: 'b', priority: 5 }), newJob(type, { payload: 'c', runAfterMs: 1_000 })];
+      for (const batch of [alike, delayed, mixed]) {
+        const res = await s.insertJobs(batch);
+        assert.equal(res.length, batch.length);
+        for (const [i, r] of res.entries()) {
+          assert.equal(r.created, true);
+          assert.deepEqual(r.job.payload, batch[i]!.payload, `item ${i} in input order`);
+          assert.deepEqual(await s.getJob(r.job.id), r.job, `item ${i}: the row handed back is the stored row`);
+        }
+        for (const r of res.slice(1)) assert.notEqual(r.job.runAt, res[0]!.job.runAt, 'each row its own Date objects');
+      }
+    });
+
     it('sets run_at = now + runAfterMs', async () => {
       const s = db.storage;
       const t0 = (await s.now()).getTime();

@@ -138,6 +138,29 @@ WITH ins AS (
 )
 SELECT id, run_at, created_at, CASE WHEN run_at <= ${NOW} THEN pg_notify($10, $11) END AS notified FROM ins`,
 
+    /**
+     * A run of jobs alike in everything but their payload, the shared values once: $1 queue,
+     * $2 type, $3 the payloads as one JSON array (text), $4 priority, $5 run_at (null = use
+     * delay), $6 run_after_ms, $7 max_attempts, $8 timeout_ms, $9 max_runtime_ms, $10 notify
+     * channel, $11 notify payload. One row back: the ids in array order (drawn in that order),
+     * and the run_at and created_at all the rows share. A json array element keeps its text.
+     */
+    insertRun: `-- leasehold insert (a run of alike jobs): add queued jobs that differ only in payload, notify if they are due now
+WITH ins AS (
+  INSERT INTO ${s}.jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts,
+                         timeout_ms, max_runtime_ms, created_at, updated_at)
+  SELECT $1::text, $2::text, p.value, 'queued', $4::int, coalesce($5::timestamptz, ${NOW} + ${ms('$6::float8')}), 0,
+         $7::int, $8::bigint, $9::bigint, ${NOW}, ${NOW}
+  FROM json_array_elements($3::json) WITH ORDINALITY AS p(value, ord)
+  ORDER BY p.ord
+  RETURNING id, run_at, created_at
+), woke AS (
+  SELECT pg_notify($10, $11) FROM (SELECT 1 FROM ins WHERE ins.run_at <= ${NOW} LIMIT 1) AS due
+)
+SELECT array_agg(id ORDER BY id) AS ids, min(run_at) AS run_at, min(created_at) AS created_at,
+       (SELECT count(*) FROM woke) AS notified
+FROM ins`,
+
     /** $1 idempotency keys */
     byIdempotencyKeys: `-- leasehold insert (duplicates): read the existing jobs holding these idempotency keys
 SELECT * FROM ${s}.jobs WHERE idempotency_key = ANY($1::text[])`,

@@ -19,7 +19,6 @@ import type {
   JobQuery, JobRow, MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
 } from '../../core/storage.js';
 import type { JobStatus } from '../../core/status.js';
-import { insertedJobRow } from '../row-mapping.js';
 import { prepared, query, transaction } from './postgres-db.js';
 import { fastTypes } from './postgres-types.js';
 import type { Prepared } from './postgres-db.js';
@@ -28,6 +27,7 @@ import { POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from './postgres-migrati
 import { jsonParam, quoteSchema, safeText, toAttemptRow, toClaimedJob, toEffectRow, toExpiredLease, toJobCount, toJobRow, toWorkerRow, txClient, validId, type Queryable, type Row } from './postgres-rows.js';
 import { adminSql, migrationSql } from './postgres-sql-admin.js';
 import { jobsSql } from './postgres-sql-jobs.js';
+import { insertJobs, type InsertContext } from './postgres-insert.js';
 import * as sched from './postgres-schedules.js';
 import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert } from '../../core/schedules.js';
 
@@ -54,7 +54,8 @@ export class PostgresStorage implements Storage {
   private readonly ownsPool: boolean;
   /** The job statements; the hot ones also prepared (their functions: postgres-functions.ts). */
   private readonly sql: ReturnType<typeof jobsSql>;
-  private readonly hot: { claim: Prepared; heartbeat: Prepared; finish: Prepared; insertPlain: Prepared; insertOne: Prepared };
+  private readonly hot: { claim: Prepared; heartbeat: Prepared; finish: Prepared };
+  private readonly inserts: InsertContext;
   private readonly admin: ReturnType<typeof adminSql>;
   private readonly mig: ReturnType<typeof migrationSql>;
   private readonly sch: ReturnType<typeof sched.schedulesSql>;
@@ -66,7 +67,13 @@ export class PostgresStorage implements Storage {
     const q = quoteSchema(this.schema);
     const jobs = jobsSql(q);
     this.sql = jobs;
-    this.hot = { claim: prepared(jobs.claimCall, 'array'), heartbeat: prepared(jobs.heartbeatCall), finish: prepared(jobs.finishCall), insertPlain: prepared(jobs.insertPlain), insertOne: prepared(jobs.insertOne) };
+    this.hot = { claim: prepared(jobs.claimCall, 'array'), heartbeat: prepared(jobs.heartbeatCall), finish: prepared(jobs.finishCall) };
+    this.inserts = {
+      run: (what, text, params, on) => this.run(what, text, params, on),
+      sql: jobs,
+      hot: { insertOne: prepared(jobs.insertOne), insertRun: prepared(jobs.insertRun), insertPlain: prepared(jobs.insertPlain) },
+      notify: [NOTIFY_CHANNEL, this.schema],
+    };
     this.admin = adminSql(q);
     this.mig = migrationSql(q);
     this.sch = sched.schedulesSql(q);
@@ -137,53 +144,7 @@ export class PostgresStorage implements Storage {
   // --- jobs -------------------------------------------------------------------------------
 
   async insertJobs(jobs: readonly NewJob[], opts?: { tx?: unknown }): Promise<InsertResult[]> {
-    const on = txClient(opts?.tx);
-    if (jobs.length === 0) return [];
-    if (jobs.every((j) => j.idempotencyKey === null)) return this.insertPlain(jobs, on);
-    const rows = await this.run('insertJobs', this.sql.insert, [
-      jobs.map((j) => j.queue), jobs.map((j) => j.type), jobs.map((j) => jsonParam(j.payload)),
-      jobs.map((j) => j.priority), jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.runAfterMs),
-      jobs.map((j) => j.maxAttempts), jobs.map((j) => j.idempotencyKey), jobs.map((j) => j.timeoutMs),
-      jobs.map((j) => j.maxRuntimeMs), NOTIFY_CHANNEL, this.schema,
-    ], on);
-    const out: (InsertResult | undefined)[] = rows.map((r) => (r.id == null ? undefined : { job: toJobRow(r), created: true }));
-    const missing = [...new Set(jobs.flatMap((j, i) => (out[i] ? [] : [j.idempotencyKey as string])))];
-    if (missing.length > 0) {
-      const existing = new Map<string, JobRow>();
-      for (const r of await this.run('insertJobs', this.sql.byIdempotencyKeys, [missing], on)) {
-        existing.set(String(r.idempotency_key), toJobRow(r));
-      }
-      jobs.forEach((j, i) => {
-        if (out[i]) return;
-        const job = existing.get(j.idempotencyKey as string);
-        // The conflicting row was deleted between the two statements (pruned): say "try again".
-        if (!job) throw new TransientStorageError(`postgres: job with idempotency key "${j.idempotencyKey}" vanished during insert; retry`);
-        out[i] = { job, created: false };
-      });
-    }
-    return out as InsertResult[];
-  }
-
-  /** Jobs without idempotency keys: nothing can conflict, and each row is built from its input. */
-  private async insertPlain(jobs: readonly NewJob[], on: Queryable | undefined): Promise<InsertResult[]> {
-    const payloads = jobs.map((j) => jsonParam(j.payload));
-    const one = jobs.length === 1 ? (jobs[0] as NewJob) : null;
-    const rows = one
-      ? await this.run('insertJobs', this.hot.insertOne, [
-          one.queue, one.type, payloads[0], one.priority, one.runAt ?? null, one.runAfterMs, one.maxAttempts,
-          one.timeoutMs, one.maxRuntimeMs, NOTIFY_CHANNEL, this.schema,
-        ], on)
-      : await this.run('insertJobs', this.hot.insertPlain, [
-          jobs.map((j) => j.queue), jobs.map((j) => j.type), payloads, jobs.map((j) => j.priority),
-          jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.runAfterMs), jobs.map((j) => j.maxAttempts),
-          jobs.map((j) => j.timeoutMs), jobs.map((j) => j.maxRuntimeMs), NOTIFY_CHANNEL, this.schema,
-        ], on);
-    if (rows.length !== jobs.length) throw new Error(`postgres insertJobs: ${rows.length} rows back for ${jobs.length} jobs`);
-    // the payload as its JSON text reads back; the rest as given or as the database chose
-    return rows.map((r, i) => ({
-      job: insertedJobRow(jobs[i] as NewJob, { id: String(r.id), runAt: r.run_at as Date, createdAt: r.created_at as Date, payload: JSON.parse(payloads[i] as string) as unknown }),
-      created: true,
-    }));
+    return insertJobs(this.inserts, jobs, txClient(opts?.tx));
   }
 
   async claimJobs(p: ClaimParams): Promise<ClaimedJob[]> {
