@@ -235,13 +235,17 @@ describe('postgres specific', { skip: url === null }, () => {
     const sql = jobsSql(q);
     const claimed = (await c.query(sql.claimCall, ['w', ['fresh'], null, 300, 30_000, 'b1'])).rows as { id: string }[];
     assert.equal(claimed.length, 300);
-    const n = claimed.length;
-    const fill = <T>(v: T) => Array.from({ length: n }, () => v);
-    await c.query(sql.finishCall, [claimed.map((r) => r.id), claimed.map((r) => `b1.${r.id}`), fill('succeeded'), fill(null), fill(false), fill(false),
+    // half through the general finish, half through the one for plain successes
+    const half = claimed.slice(0, 150);
+    const rest = claimed.slice(150);
+    const fill = <T>(v: T) => Array.from({ length: half.length }, () => v);
+    const general = await c.query(sql.finishCall, [half.map((r) => r.id), half.map((r) => `b1.${r.id}`), fill('succeeded'), fill(null), fill(false), fill(false),
       fill(null), fill(null), fill('succeeded'), fill(null), fill(null), fill(null), fill(null), fill(false), 'leasehold_test_none', 'x']);
+    const successes = await c.query(sql.finishSucceededCall, [rest.map((r) => r.id), rest.map((r) => `b1.${r.id}`)]);
+    assert.equal(general.rows.length + successes.rows.length, 300, 'every finish landed');
     // the statements inside the functions (plpgsql drops their header comment; the outer calls show only a Function Scan)
     const inner = plans.filter((p) => /picked AS|locked AS/.test(p)).join('\n----\n');
-    assert.equal(plans.filter((p) => /picked AS|locked AS/.test(p)).length, 2, plans.join('\n----\n'));
+    assert.equal(plans.filter((p) => /picked AS|locked AS/.test(p)).length, 3, plans.join('\n----\n'));
     assert.match(inner, /Index Scan using jobs_due_idx/, inner);
     assert.doesNotMatch(inner, /Seq Scan on jobs|Bitmap Heap Scan on jobs|Index Scan using jobs_running_lease_idx/, inner);
     // the claim walks the index in order and stops after its 300: no sort of the 20,000

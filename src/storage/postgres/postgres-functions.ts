@@ -45,15 +45,31 @@ ${stmt};
 END
 $fn$`;
 
-/** Migration 4: the claim with lease tokens from a base the caller sends (see `claimWithBase`). An
- * overload of claim_jobs: workers of the previous version keep calling the five-argument one. */
-export function claimWithBaseFunction(s: string): string {
+/** The claimed-job columns and types the six-argument claim returns (CLAIM_COLUMNS). */
+const CLAIM_RESULT = `id bigint, queue text, type text, payload json, priority integer, run_at timestamptz, attempts integer,
+  max_attempts integer, idempotency_key text, locked_until timestamptz, started_at timestamptz, finished_at timestamptz,
+  last_error_code text, last_error text, timeout_ms bigint, max_runtime_ms bigint, created_at timestamptz,
+  schedule_name text, slot_at timestamptz`;
+
+/**
+ * Migration 4: the claim with lease tokens from a base the caller sends (`claimWithBase`),
+ * returning only what the worker cannot compute — an overload of claim_jobs: workers of the
+ * previous version keep calling the five-argument one — and the finish of a batch of successes.
+ */
+export function migration4Functions(s: string): string {
+  const sql = jobsSql(s);
   return `
 -- claim_jobs (with a token base): lease up to lim due jobs, tokens made from token_base and the id
 CREATE FUNCTION ${s}.claim_jobs(worker text, types text[], queues text[], lim integer, lease_ms float8, token_base text)
-RETURNS TABLE (${JOB_RESULT})
+RETURNS TABLE (${CLAIM_RESULT})
 LANGUAGE plpgsql VOLATILE ${INDEXED}
-AS ${body(jobsSql(s).claimWithBase)};
+AS ${body(sql.claimWithBase)};
+
+-- finish_succeeded: land a batch of fenced successes and write their attempt rows; returns the positions that landed
+CREATE FUNCTION ${s}.finish_succeeded(ids bigint[], tokens text[])
+RETURNS TABLE (ord bigint)
+LANGUAGE plpgsql VOLATILE ${INDEXED}
+AS ${body(sql.finishSucceeded)};
 `;
 }
 

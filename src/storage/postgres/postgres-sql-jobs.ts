@@ -46,9 +46,10 @@ export const durationSince = (start: string): string => `greatest(0, round(extra
 
 /**
  * The claim statement, with `token` as the SQL of each row's lease token (see `claim` and
- * `claimWithBase`). `s` is the quoted schema name.
+ * `claimWithBase`) and `columns` the job columns it returns. `s` is the quoted schema name.
  */
-function claimStatement(s: string, token: string): string {
+function claimStatement(s: string, token: string, columns: readonly string[]): string {
+  const cols = (alias: string): string => columns.map((c) => `${alias}.${c}`).join(', ');
   return `-- leasehold claim: lease up to $4 due jobs in claim order, skipping rows other claimers hold (the attempt lives in the job row until it ends)
 WITH picked AS (
   SELECT id FROM ${s}.jobs
@@ -63,9 +64,9 @@ WITH picked AS (
       locked_until = ${NOW} + ${ms('$5::float8')}, heartbeat_at = ${NOW}, started_at = ${NOW},
       attempts = j.attempts + 1, updated_at = ${NOW}
   WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
-  RETURNING ${jobColumns('j')}
+  RETURNING ${cols('j')}
 )
-SELECT ${jobColumns('claimed')} FROM claimed ORDER BY priority, run_at, id`;
+SELECT ${cols('claimed')} FROM claimed ORDER BY priority, run_at, id`;
 }
 
 export function jobsSql(s: string) {
@@ -172,15 +173,16 @@ SELECT * FROM ${s}.jobs WHERE idempotency_key = ANY($1::text[])`,
      * over the whole primary key once statistics said the table held little but due rows
      * (60,000 index entries read per claim of 300, slower with every claim of a drain).
      */
-    claim: claimStatement(s, LEASE_TOKEN_SQL),
+    claim: claimStatement(s, LEASE_TOKEN_SQL, JOB_COLUMNS),
 
     /**
      * The claim with lease tokens made from the caller's $6, a fresh random base per claim, and
      * each row's id (migration 4): one string concatenation per row instead of two random UUIDs
      * and an md5, which were a tenth of the server's CPU in a drain. A token stays unique per
      * attempt: a base is never reused (128 random bits) and the id differs within a claim.
+     * Returns only the CLAIM_COLUMNS (what the worker cannot compute).
      */
-    claimWithBase: claimStatement(s, `$6::text || '.' || j.id::text`),
+    claimWithBase: claimStatement(s, `$6::text || '.' || j.id::text`, CLAIM_COLUMNS),
 
     /** $1 types, $2 queues, $3 limit: the claim's row selection alone, for EXPLAIN in tests. */
     claimPick: `-- leasehold claim (selection only): the due rows a claim would lock, in claim order
@@ -277,7 +279,40 @@ WITH locked AS (
 SELECT ord FROM upd CROSS JOIN (SELECT count(*) FROM woke) AS notified`,
 
     /**
-     * The claim through its function (postgres-functions.ts); same parameters as `claim`. Only
+     * `finish` for a batch of plain successes, the commonest batch by far: $1 ids, $2 tokens.
+     * The same fence, lock order and attempt rows as `finish` with status and outcome
+     * 'succeeded' and nothing else set, without the twelve other per-item columns to send,
+     * unnest and carry through the lock's sort, and without the wake-up (nothing becomes due).
+     */
+    finishSucceeded: `-- leasehold finish (successes): land each fenced success (id + token + running), write its attempt row
+WITH locked AS (
+  SELECT j.id, j.lease_token, j.status AS was, j.locked_by, j.attempts, j.started_at, i.token, i.ord
+  FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS i(item_id, token, ord)
+  JOIN ${s}.jobs j ON j.id = i.item_id
+  ORDER BY j.id FOR UPDATE OF j
+), upd AS (
+  UPDATE ${s}.jobs j
+  SET status = 'succeeded', locked_by = NULL, lease_token = NULL, locked_until = NULL,
+      finished_at = ${NOW}, updated_at = ${NOW}
+  FROM locked l
+  WHERE j.id = l.id AND l.lease_token = l.token AND l.was = 'running'
+  RETURNING l.ord, j.id, l.attempts, l.locked_by, l.lease_token, l.started_at
+), closed AS (
+  INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome)
+  SELECT id, attempts, locked_by, lease_token, started_at, ${NOW}, ${durationSince('started_at')}, 'succeeded'
+  FROM upd
+  ON CONFLICT (job_id, lease_token) DO UPDATE
+  SET finished_at = EXCLUDED.finished_at, duration_ms = EXCLUDED.duration_ms, outcome = EXCLUDED.outcome,
+      error_code = NULL, error_message = NULL, error_stack = NULL, retry_delay_ms = NULL
+)
+SELECT ord FROM upd`,
+
+    /** The success-only finish through its function; same parameters as `finishSucceeded`. */
+    finishSucceededCall: `-- leasehold finish (successes): land each fenced success and write its attempt row; the positions that landed (the finish_succeeded function)
+SELECT ord FROM ${s}.finish_succeeded($1::bigint[], $2::text[])`,
+
+    /**
+     * The claim through its function (postgres-functions.ts); the parameters of `claimWithBase`. Only
      * the CLAIM_COLUMNS travel back, in that order (read as arrays by toClaimedJob): the rest of
      * a claimed row is the claim's own doing (status, worker, the lease times all from one
      * `now`), and every column sent is parsed and allocated per job on the worker.
