@@ -17,8 +17,8 @@
  *   Each claimed row: status 'running', locked_by = workerId, lease_token = a fresh random token
  *   (>= 128 bits), locked_until = now + leaseMs, heartbeat_at = started_at = now,
  *   attempts + 1. Opens an attempt: listAttempts shows it (outcome 'running', attempt = new
- *   attempts, worker, token, started_at now) — as a row of its own, or (PostgreSQL, which
- *   writes the attempt's row once, when it ends) read from the job row. Concurrent claimers
+ *   attempts, worker, token, started_at now) — as a row of its own, or (PostgreSQL and MySQL,
+ *   which write the attempt's row once, when it ends) read from the job row. Concurrent claimers
  *   never get the same row.
  * - heartbeat: rows matching id AND lease_token AND status 'running' get locked_until = now +
  *   leaseMs, heartbeat_at = now; every other lease is reported lost with the job's status.
@@ -292,7 +292,7 @@ export interface Storage {
   // --- jobs -------------------------------------------------------------------------------
   /** Insert in one transaction; a duplicate idempotency key returns the existing row. */
   insertJobs(jobs: readonly NewJob[], opts?: { tx?: unknown }): Promise<InsertResult[]>;
-  /** Atomically lease up to `limit` due jobs and open an attempt row for each. */
+  /** Atomically lease up to `limit` due jobs and open an attempt for each (see above: its row, or the job row). */
   claimJobs(params: ClaimParams): Promise<ClaimedJob[]>;
   /** Extend leases still held; report the rest. */
   heartbeat(params: HeartbeatParams): Promise<HeartbeatResult>;

@@ -63,22 +63,32 @@ export async function retryJobOn(c: Queryable, sql: MysqlSql, id: bigint): Promi
   return { job: rows[0] ? toJobRow(rows[0]) : null, applied: res.affectedRows > 0 };
 }
 
-/** Admin cancel on `c` inside a transaction; a running attempt row closes as cancelled. */
+/**
+ * Admin cancel on `c` inside a transaction; a running attempt ends as cancelled: its history row
+ * is written from the job row as locked before the cancel (or, opened by a schema-2 claim, closed).
+ */
 export async function cancelJobOn(c: Queryable, sql: MysqlSql, id: bigint): Promise<{ job: JobRow | null; applied: boolean }> {
   const before = await run(c, sql.jobForUpdate, [id]);
-  if (!before[0]) return { job: null, applied: false };
-  const prev = toJobRow(before[0]);
+  const prev = before[0];
+  if (!prev) return { job: null, applied: false };
   const message = 'cancelled by an operator';
   const res = await exec(c, sql.cancelJob, [message, id]);
   const applied = res.affectedRows > 0;
-  if (applied && prev.status === 'running' && prev.leaseToken) {
-    await exec(c, sql.closeAttempt, ['cancelled', 'CANCELLED', message, null, null, id, prev.leaseToken]);
+  if (applied && prev.status === 'running' && prev.lease_token !== null) {
+    // started_at as the text read (exact to the µs), as the finish passes it
+    const row = [id, Number(prev.attempts), String(prev.locked_by), String(prev.lease_token), String(prev.started_at)];
+    await exec(c, sql.insertAttempts(1), [...row, 'cancelled', 'CANCELLED', message, null, null]);
   }
   const after = await run(c, sql.jobById, [id]);
   return { job: after[0] ? toJobRow(after[0]) : null, applied };
 }
 
-/** Delete finished jobs past retention, and their attempts, on `c` inside a transaction. */
+/**
+ * Delete finished jobs past retention, and their attempts, on `c` inside a READ COMMITTED
+ * transaction: its locking scan of jobs_prune (finished_at) then locks only the rows it picks.
+ * Under REPEATABLE READ it would also lock the gap before the oldest finished_at, where every
+ * new job's entry (finished_at NULL) goes: enqueues would wait for the prune to commit.
+ */
 export async function pruneOn(c: Queryable, sql: MysqlSql, p: PruneParams): Promise<number> {
   if (p.statuses.length === 0 || p.limit <= 0) return 0;
   const rows = await run(c, sql.pruneCandidates, [p.statuses, micros(p.olderThanMs), p.limit]);

@@ -5,12 +5,15 @@
  *    locked in one order by every finisher (no deadlock between batches), and the read says
  *    which items land: the first item per job whose id, lease token and status 'running' (and,
  *    for the sweeper, an expired lease) match; items later in the batch see that job finished.
+ *    It also reads the running attempt the job row holds (worker, attempt number, start).
  * 2. The job rows. Items that end the same way (status, delay, error, …: a batch of successes)
  *    share one single-table UPDATE … WHERE (id, lease_token) IN (…) AND status = 'running'; the
  *    GROUPED largest such groups get one each, and whatever is left goes into one UPDATE joined
  *    to a JSON_TABLE of per-item values. (The join costs the server about twice as much per row
  *    as the plain UPDATE: MariaDB buffers a multi-table update's rows before writing them.)
- * 3. The attempt rows of the landed items, grouped the same way by how the attempt ended.
+ * 3. The attempt rows of the landed items: one INSERT writes them all (a claim writes none), with
+ *    the values step 1 read under the row lock; a row that a schema-2 claim opened for the same
+ *    lease is closed in place (ON DUPLICATE KEY UPDATE).
  *
  * Steps 2 and 3 go out together with COMMIT (mysql-tx.ts): with BEGIN riding on step 1, a batch
  * is two round trips.
@@ -40,6 +43,12 @@ interface Landing {
   attempt: [string, string | null, string | null, string | null, number | null];
 }
 
+/** A landing item that the lock read let through, with the running attempt the job row held. */
+interface Landed extends Landing {
+  /** attempt number, worker, started_at (the DATETIME(6) text as read: exact to the µs) */
+  running: { attempt: number; worker: string; startedAt: string };
+}
+
 function landingOf(index: number, id: bigint, f: FinishParams): Landing {
   const err = f.attempt.error ?? null;
   const terminal = f.status === 'succeeded' || f.status === 'dead' || f.status === 'cancelled';
@@ -65,7 +74,7 @@ export async function finishOn(c: Queryable, sql: MysqlSql, items: readonly Fini
   const landing = await lockAndFence(c, sql, items, candidates);
   if (landing.length === 0) return results;
   const jobStmts = jobStatements(sql, landing);
-  const done = await runLast(c, [...jobStmts, ...attemptStatements(sql, landing)]);
+  const done = await runLast(c, [...jobStmts, attemptStatement(sql, landing)]);
   const finished = done.slice(0, jobStmts.length).reduce((n: number, r) => n + (r as ResultHeader).affectedRows, 0);
   // the rows were locked by the lock read, so the fenced UPDATEs land exactly the items it chose
   if (finished !== landing.length) throw new Error(`mysql finishJobs: ${finished} of ${landing.length} locked jobs finished`);
@@ -74,17 +83,19 @@ export async function finishOn(c: Queryable, sql: MysqlSql, items: readonly Fini
 }
 
 /** Lock the candidates' jobs in id order; the items that land, in input order. */
-async function lockAndFence(c: Queryable, sql: MysqlSql, items: readonly FinishParams[], candidates: readonly Landing[]): Promise<Landing[]> {
+async function lockAndFence(c: Queryable, sql: MysqlSql, items: readonly FinishParams[], candidates: readonly Landing[]): Promise<Landed[]> {
   const state = new Map<bigint, Row>();
   for (const r of await run(c, sql.finishLock, [[...new Set(candidates.map((l) => l.id))]])) state.set(BigInt(String(r.id)), r);
-  const finished = new Set<bigint>();
-  return candidates.filter((l) => {
+  const landed: Landed[] = [];
+  for (const l of candidates) {
     const r = state.get(l.id);
-    if (!r || finished.has(l.id) || r.status !== 'running' || r.lease_token !== l.token) return false;
-    if (items[l.index]!.onlyIfExpired === true && Number(r.expired) !== 1) return false;
-    finished.add(l.id);
-    return true;
-  });
+    if (!r || r.status !== 'running' || r.lease_token !== l.token) continue;
+    if (items[l.index]!.onlyIfExpired === true && Number(r.expired) !== 1) continue;
+    // later items for the same job see it finished
+    state.delete(l.id);
+    landed.push({ ...l, running: { attempt: Number(r.attempts), worker: String(r.locked_by), startedAt: String(r.started_at) } });
+  }
+  return landed;
 }
 
 /** Items sharing the same values, largest group first. */
@@ -102,9 +113,8 @@ function groupsBy(landing: readonly Landing[], key: (l: Landing) => unknown[]): 
 /** The leftovers as the JSON_TABLE in mysql-sql-jobs.ts reads them; absent keys read as NULL. */
 function jsonBatch(rest: readonly Landing[]): string {
   return JSON.stringify(
-    rest.map(({ id, token, job: [s, f, x, r, u, e, ec, em], attempt: [o, ac, am, as, d] }) => ({
+    rest.map(({ id, token, job: [s, f, x, r, u, e, ec, em] }) => ({
       i: String(id), t: token, s, f, x, r: r ?? undefined, u, e, ec: ec ?? undefined, em: em ?? undefined,
-      o, ac: ac ?? undefined, am: am ?? undefined, as: as ?? undefined, d: d ?? undefined,
     })),
   );
 }
@@ -121,11 +131,10 @@ function jobStatements(sql: MysqlSql, landing: readonly Landing[]): Stmt[] {
   return stmts;
 }
 
-/** Step 3: the attempt rows' UPDATEs. */
-function attemptStatements(sql: MysqlSql, landing: readonly Landing[]): Stmt[] {
-  const groups = groupsBy(landing, (l) => l.attempt);
-  const stmts: Stmt[] = groups.slice(0, GROUPED).map((g) => ({ sql: sql.closeGroup, values: [...g[0]!.attempt, g.map((l) => l.id), g.map((l) => [l.id, l.token])] }));
-  const rest = groups.slice(GROUPED).flat();
-  if (rest.length > 0) stmts.push({ sql: sql.closeAttempts, values: [jsonBatch(rest)] });
-  return stmts;
+/** Step 3: the attempt rows' INSERT, one row per landed item, values in ATTEMPT_ROW's order. */
+function attemptStatement(sql: MysqlSql, landed: readonly Landed[]): Stmt {
+  return {
+    sql: sql.insertAttempts(landed.length),
+    values: landed.flatMap(({ id, token, running: r, attempt }) => [id, r.attempt, r.worker, token, r.startedAt, ...attempt]),
+  };
 }

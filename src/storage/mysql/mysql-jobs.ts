@@ -36,11 +36,12 @@ function leaseTokens(n: number): string[] {
 /**
  * Claim inside a READ COMMITTED transaction: one statement locks up to `limit` due rows of each
  * due status (whole rows, and the database's now); merged in claim order, the picked rows are
- * leased by one UPDATE (each its own token, times from that now) and get their attempt rows
- * from one INSERT. The claimed rows are the scanned rows with the lease applied: the UPDATE
- * writes exactly those values, so no read-back is needed. Rows scanned but not picked stay
- * locked until COMMIT, unchanged. Two round trips: [SET TRANSACTION, BEGIN, scan] and
- * [UPDATE, INSERT, COMMIT] (mysql-tx.ts).
+ * leased by one UPDATE (each its own token, times from that now). The attempt this opens lives
+ * in the job row (worker, attempts, lease token, started_at) until the finish that ends it
+ * writes its history row (mysql-finish.ts); listAttempts reads it from there. The claimed rows
+ * are the scanned rows with the lease applied: the UPDATE writes exactly those values, so no
+ * read-back is needed. Rows scanned but not picked stay locked until COMMIT, unchanged. Two
+ * round trips: [SET TRANSACTION, BEGIN, scan] and [UPDATE, COMMIT] (mysql-tx.ts).
  */
 export async function claimOn(c: Queryable, sql: MysqlSql, p: ClaimParams): Promise<ClaimedJob[]> {
   if (p.limit <= 0 || p.types.length === 0 || (p.queues !== null && p.queues.length === 0)) return [];
@@ -52,12 +53,8 @@ export async function claimOn(c: Queryable, sql: MysqlSql, p: ClaimParams): Prom
   const tokens = leaseTokens(picked.length);
   const leaseUs = micros(p.leaseMs);
   const lease = JSON.stringify(picked.map((r, k) => [String(r.id), tokens[k]]));
-  const attempts = picked.map((r, k) => [BigInt(String(r.id)), Number(r.attempts) + 1, p.workerId, tokens[k], now, 'running']);
-  // the rows are locked by the scan, so every one of them is leased: both go out with COMMIT
-  await runLast(c, [
-    { sql: sql.claimUpdate, values: [lease, p.workerId, now, leaseUs, now, now, now] },
-    { sql: sql.openAttempts, values: [attempts] },
-  ]);
+  // the rows are locked by the scan, so every one of them is leased: the UPDATE goes out with COMMIT
+  await runLast(c, [{ sql: sql.claimUpdate, values: [lease, p.workerId, now, leaseUs, now, now, now] }]);
   const nowMs = parseUtc(now).getTime();
   const untilMs = Math.floor((epochMicros(now) + leaseUs) / 1000);
   return picked.map((r, k) => ({

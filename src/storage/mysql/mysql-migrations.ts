@@ -146,6 +146,23 @@ export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
       ) ${TABLE_OPTS}`,
     ],
   },
+  {
+    version: 3,
+    name: 'attempt rows written when the attempt ends; prune by finished_at alone',
+    sql: [
+      // an attempt's history row is now inserted once, by the write that ends the attempt (finish,
+      // rescue, hand-back, cancel); while it runs, the job row holds it. The finish's INSERT … ON
+      // DUPLICATE KEY UPDATE needs (job_id, lease_token) unique to close in place a row that a
+      // worker of schema 2 opened at claim time. One ALTER under the same key name: a re-run after
+      // a crash before the ledger row rebuilds the key again, harmlessly.
+      `ALTER TABLE {p}job_attempts DROP KEY {p}job_attempts_lease, ADD UNIQUE KEY {p}job_attempts_lease (job_id, lease_token)`,
+      // pruning by finished_at alone (status is filtered on the row): a claim, and a finish that
+      // makes the job due again, leave finished_at NULL, so they no longer move the row in this
+      // index as they did in (status, finished_at). Same key name, so the FORCE INDEX of schema-2
+      // code still running during a deploy holds.
+      `ALTER TABLE {p}jobs DROP KEY {p}jobs_prune, ADD KEY {p}jobs_prune (finished_at)`,
+    ],
+  },
 ];
 
 export const LATEST_MYSQL_VERSION = MYSQL_MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

@@ -8,12 +8,14 @@
  * finishes ending in different ways) they travel as ONE JSON array parameter that JSON_TABLE
  * (MariaDB 10.6+, MySQL 8.0.4+) turns into a table joined by id: the statement text does not
  * grow a CASE branch or a UNION arm per row. Such a join is the first table of a STRAIGHT_JOIN,
- * so each of its rows finds its job by primary key (or attempt by (job_id, lease_token))
- * whatever the statistics say (left alone, the optimizer may scan the jobs table), and stands
- * in the UPDATE's table list itself, not in a derived table, which MariaDB would materialise (on
- * disk, for the TEXT columns). Lease tokens from JSON_TABLE are compared as bytes: its columns'
- * collation differs from the tables' binary one, and tokens are ASCII, so byte equality is the
- * exact match the fence needs.
+ * so each of its rows finds its job by primary key whatever the statistics say (left alone, the
+ * optimizer may scan the jobs table), and stands in the UPDATE's table list itself, not in a
+ * derived table, which MariaDB would materialise (on disk, for the TEXT columns). Lease tokens
+ * from JSON_TABLE are compared as bytes: its columns' collation differs from the tables' binary
+ * one, and tokens are ASCII, so byte equality is the exact match the fence needs.
+ *
+ * A claim writes no attempt row: the job row holds the running attempt (worker, number, start,
+ * lease) until the finish that ends it inserts its history row (insertAttempts).
  */
 
 /** The database's clock, UTC, microseconds; constant within one statement. */
@@ -37,8 +39,15 @@ const INSERT_ROW = `(?, ?, ?, 'queued', ?, COALESCE(CAST(? AS DATETIME(6)), ${NO
 const FINISH_ITEMS = `JSON_TABLE(?, '$[*]' COLUMNS (
     id BIGINT UNSIGNED PATH '$.i', token VARCHAR(64) PATH '$.t', status VARCHAR(16) PATH '$.s', terminal INT PATH '$.f',
     expired_only INT PATH '$.x', run_after BIGINT PATH '$.r', uncount INT PATH '$.u', has_error INT PATH '$.e',
-    error_code TEXT PATH '$.ec', error_message TEXT PATH '$.em', outcome VARCHAR(16) PATH '$.o',
-    a_code TEXT PATH '$.ac', a_message TEXT PATH '$.am', a_stack TEXT PATH '$.as', retry_delay BIGINT PATH '$.d')) AS v`;
+    error_code TEXT PATH '$.ec', error_message TEXT PATH '$.em')) AS v`;
+
+/**
+ * One attempt row of `insertAttempts`: job_id, attempt, worker, lease token, started_at (the
+ * lock read's text, exact to the µs), then finished_at = the statement's now and the duration
+ * from those two columns as just set (a VALUES expression may read columns set earlier in its
+ * row), then outcome, error code, message, stack, retry delay.
+ */
+const ATTEMPT_ROW = `(?, ?, ?, ?, ?, ${NOW}, ${msSinceEpoch2000('finished_at')} - ${msSinceEpoch2000('started_at')}, ?, ?, ?, ?, ?)`;
 
 /*
  * Row constructors `(id, lease_token) IN ((…), …)` come with a plain `id IN (…)`: on its own the
@@ -108,9 +117,6 @@ export function mysqlJobSql(prefix: string) {
       SET j.status = 'running', j.locked_by = ?, j.lease_token = v.token,
         j.locked_until = CAST(? AS DATETIME(6)) + INTERVAL ? MICROSECOND, j.heartbeat_at = CAST(? AS DATETIME(6)),
         j.started_at = CAST(? AS DATETIME(6)), j.attempts = j.attempts + 1, j.updated_at = CAST(? AS DATETIME(6))`,
-    /** One 'running' attempt row per claimed job: VALUES (job_id, attempt, worker, token, started_at), …. */
-    openAttempts: `-- leasehold claimJobs: open one running attempt row per claimed job
-      INSERT INTO ${attempts} (job_id, attempt, worker_id, lease_token, started_at, outcome) VALUES ?`,
 
     // ---- leases ----------------------------------------------------------------------------
     /** Extend the leases still held (id + token + running). */
@@ -134,14 +140,14 @@ export function mysqlJobSql(prefix: string) {
         attempts = IF(? = 1, GREATEST(attempts - 1, 0), attempts),
         last_error_code = IF(? = 1, ?, last_error_code), last_error = IF(? = 1, ?, last_error)
       WHERE id IN (?) AND (id, lease_token) IN (?) AND status = 'running' AND (? = 0 OR locked_until < ${NOW})`,
-    /** Close the attempt rows of leases that all ended the same way. */
-    closeGroup: `-- leasehold finishJobs: close the attempt rows of leases ending the same way
-      UPDATE ${attempts} SET finished_at = ${NOW}, duration_ms = ${msSinceEpoch2000(NOW)} - ${msSinceEpoch2000('started_at')},
-        outcome = ?, error_code = ?, error_message = ?, error_stack = ?, retry_delay_ms = ?
-      WHERE job_id IN (?) AND (job_id, lease_token) IN (?) AND outcome = 'running'`,
-    /** Lock a finish batch's jobs in id order (no deadlock between batches) and read what the fence needs. */
-    finishLock: `-- leasehold finishJobs: lock the batch's jobs in id order and read their lease
-      SELECT id, lease_token, status, locked_until < ${NOW} AS expired FROM ${jobs} WHERE id IN (?) ORDER BY id FOR UPDATE`,
+    /**
+     * Lock a finish batch's jobs in id order (no deadlock between batches) and read what the fence
+     * needs, and what the attempt row of each lease that lands is made of (the job row holds the
+     * running attempt: worker, number, start).
+     */
+    finishLock: `-- leasehold finishJobs: lock the batch's jobs in id order and read their lease and running attempt
+      SELECT id, lease_token, status, locked_until < ${NOW} AS expired, locked_by, attempts, started_at
+      FROM ${jobs} WHERE id IN (?) ORDER BY id FOR UPDATE`,
     /** Fenced finish of every item in the JSON batch, each its own way: status, run_at, attempts, error, lease cleared. */
     finishJobs: `-- leasehold finishJobs: fenced finish of jobs ending in different ways (id + lease_token + running)
       UPDATE ${FINISH_ITEMS} STRAIGHT_JOIN ${jobs} j ON j.id = v.id
@@ -152,12 +158,22 @@ export function mysqlJobSql(prefix: string) {
         j.last_error_code = IF(v.has_error = 1, v.error_code, j.last_error_code),
         j.last_error = IF(v.has_error = 1, v.error_message, j.last_error)
       WHERE ${FINISH_FENCE}`,
-    /** Close the attempt rows of the JSON batch's leases: when, how long, how each ended. */
-    closeAttempts: `-- leasehold finishJobs: close the attempt rows of leases ending in different ways
-      UPDATE ${FINISH_ITEMS} STRAIGHT_JOIN ${attempts} a ON a.job_id = v.id
-      SET a.finished_at = ${NOW}, a.duration_ms = ${msSinceEpoch2000(NOW)} - ${msSinceEpoch2000('a.started_at')},
-        a.outcome = v.outcome, a.error_code = v.a_code, a.error_message = v.a_message, a.error_stack = v.a_stack,
-        a.retry_delay_ms = v.retry_delay
-      WHERE CAST(a.lease_token AS BINARY) = CAST(v.token AS BINARY) AND a.outcome = 'running'`,
+    /**
+     * The history rows of n ended attempts (ATTEMPT_ROW each), written once, as the attempt ends:
+     * by a finish (also rescue and hand-back) for its landed leases, by an admin cancel. A
+     * "simple insert" (its row count known): InnoDB hands out the ids under a mutex, where an
+     * INSERT … SELECT would hold the table's AUTO-INC lock to the statement's end (lock mode 1,
+     * MariaDB's default). A row a schema-2 claim opened for the same lease (outcome 'running')
+     * is closed in place instead, its duration from its own started_at.
+     */
+    insertAttempts: (n: number): string =>
+      `-- leasehold insertAttempts: write the history rows of ${n} ended attempt(s), closing in place any row a schema-2 claim opened
+      INSERT INTO ${attempts} (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
+        outcome, error_code, error_message, error_stack, retry_delay_ms)
+      VALUES ${Array<string>(n).fill(ATTEMPT_ROW).join(', ')}
+      ON DUPLICATE KEY UPDATE finished_at = VALUES(finished_at),
+        duration_ms = ${msSinceEpoch2000('VALUES(finished_at)')} - ${msSinceEpoch2000('started_at')}, outcome = VALUES(outcome),
+        error_code = VALUES(error_code), error_message = VALUES(error_message), error_stack = VALUES(error_stack),
+        retry_delay_ms = VALUES(retry_delay_ms)`,
   };
 }

@@ -7,7 +7,7 @@
  * time zone) into DATETIME(6) columns that hold UTC; durations arrive in microseconds as
  * `INTERVAL ? MICROSECOND`; ids are bound as BigInt; `IN (?)` takes a JS array.
  */
-import { JOB_COLS, NOW, msSinceEpoch2000, mysqlJobSql } from './mysql-sql-jobs.js';
+import { JOB_COLS, NOW, mysqlJobSql } from './mysql-sql-jobs.js';
 
 export type MysqlSql = ReturnType<typeof mysqlSql>;
 
@@ -60,11 +60,6 @@ export function mysqlSql(prefix: string) {
       UPDATE ${jobs} SET status = 'cancelled', finished_at = ${NOW}, locked_by = NULL, lease_token = NULL,
         locked_until = NULL, last_error_code = 'CANCELLED', last_error = ?, updated_at = ${NOW}
       WHERE id = ? AND status IN ('queued', 'failed', 'running')`,
-    closeAttempt: `-- leasehold closeAttempt: close the attempt row of one lease (admin cancel): when, how long, how it ended
-      UPDATE ${attempts} SET finished_at = ${NOW},
-        duration_ms = ${msSinceEpoch2000(NOW)} - ${msSinceEpoch2000('started_at')},
-        outcome = ?, error_code = ?, error_message = ?, error_stack = ?, retry_delay_ms = ?
-      WHERE job_id = ? AND lease_token = ? AND outcome = 'running'`,
     listJobs: (where: readonly string[]): string =>
       `-- leasehold listJobs: newest jobs first, filtered, keyset-paginated below an id
       SELECT ${JOB_COLS} FROM ${jobs}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`,
@@ -72,10 +67,23 @@ export function mysqlSql(prefix: string) {
       SELECT queue, type, status, COUNT(*) AS n,
         SUM(status IN ('queued', 'failed') AND run_at <= ${NOW}) AS due
       FROM ${jobs} GROUP BY queue, type, status ORDER BY queue, type, status`,
-    listAttempts: `-- leasehold listAttempts: a job's attempts, first to last
-      SELECT id, job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome,
-        error_code, error_message, error_stack, retry_delay_ms
-      FROM ${attempts} WHERE job_id = ? ORDER BY id`,
+    /**
+     * Job id twice. Ended attempts are rows, in the order they were written (one lease at a time,
+     * so that is the order they ran); the running one is read from the job row, unless a schema-2
+     * claim opened a row for its lease. id is text in both arms ('running:' + job id for the
+     * synthesized one, as on PostgreSQL); `seq` keeps the rows in numeric id order.
+     */
+    listAttempts: `-- leasehold listAttempts: a job's attempt history, first to last, then the attempt running now (held in the job row)
+      SELECT CAST(id AS CHAR) AS id, 0 AS running, id AS seq, job_id, attempt, worker_id, lease_token, started_at,
+        finished_at, duration_ms, outcome, error_code, error_message, error_stack, retry_delay_ms
+      FROM ${attempts} WHERE job_id = ?
+      UNION ALL
+      SELECT CONCAT('running:', j.id), 1, 0, j.id, j.attempts, j.locked_by, j.lease_token, j.started_at,
+        NULL, NULL, 'running', NULL, NULL, NULL, NULL
+      FROM ${jobs} j
+      WHERE j.id = ? AND j.status = 'running'
+        AND NOT EXISTS (SELECT 1 FROM ${attempts} a WHERE a.job_id = j.id AND a.lease_token = j.lease_token)
+      ORDER BY running, seq`,
     pruneCandidates: `-- leasehold pruneCandidates: lock finished jobs past retention, at most N
       SELECT id FROM ${jobs} FORCE INDEX (${jobs}_prune)
       WHERE status IN (?) AND finished_at < ${NOW} - INTERVAL ? MICROSECOND ORDER BY finished_at, id LIMIT ? FOR UPDATE`,

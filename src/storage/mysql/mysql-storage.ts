@@ -190,7 +190,7 @@ export class MysqlStorage implements Storage {
     }
     if (params.length === 0) return [];
     // READ COMMITTED: every read is a locking read of the batch's own rows; no gap locks to make
-    // claimers inserting attempt rows (or other finishers) wait for this commit
+    // claimers (or other finishers inserting attempt rows) wait for this commit
     return this.tx('finishJobs', (c) => finishOn(c, this.sql, params), true);
   }
 
@@ -246,7 +246,7 @@ export class MysqlStorage implements Storage {
   async listAttempts(jobId: string): Promise<AttemptRow[]> {
     const idp = idParam(jobId);
     if (idp === null) return [];
-    const rows = await this.one('listAttempts', (c) => run(c, this.sql.listAttempts, [idp]));
+    const rows = await this.one('listAttempts', (c) => run(c, this.sql.listAttempts, [idp, idp]));
     return rows.map(toAttemptRow);
   }
 
@@ -263,7 +263,7 @@ export class MysqlStorage implements Storage {
   }
 
   pruneJobs(params: PruneParams): Promise<number> {
-    return this.tx('pruneJobs', (c) => pruneOn(c, this.sql, params));
+    return this.tx('pruneJobs', (c) => pruneOn(c, this.sql, params), true);
   }
 
   // ---- effect ledger -------------------------------------------------------------------------
