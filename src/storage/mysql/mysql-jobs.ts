@@ -6,10 +6,11 @@ import { randomBytes } from 'node:crypto';
 import type { ClaimParams, ClaimedJob, HeartbeatParams, HeartbeatResult } from '../../core/storage.js';
 import type { JobStatus } from '../../core/status.js';
 import type { Queryable, Row } from './mysql-db.js';
-import { exec, idParam, micros, parseUtc, run, toJobRow } from './mysql-db.js';
+import { exec, idParam, micros, parseUtc, run } from './mysql-db.js';
 import { runLast } from './mysql-tx.js';
 import type { MysqlSql } from './mysql-sql.js';
 
+/** Claim order: priority, run_at (DATETIME texts sort as times), id (decimal texts: by length, then by text). */
 function compareCandidates(a: Row, b: Row): number {
   const pa = Number(a.priority);
   const pb = Number(b.priority);
@@ -17,9 +18,44 @@ function compareCandidates(a: Row, b: Row): number {
   const ra = String(a.run_at);
   const rb = String(b.run_at);
   if (ra !== rb) return ra < rb ? -1 : 1;
-  const ia = BigInt(String(a.id));
-  const ib = BigInt(String(b.id));
+  const ia = String(a.id);
+  const ib = String(b.id);
+  if (ia.length !== ib.length) return ia.length - ib.length;
   return ia < ib ? -1 : ia > ib ? 1 : 0;
+}
+
+/** A claimed job from its candidate row (CLAIM_COLS) and what the claim set. */
+function claimedJob(r: Row, p: ClaimParams, token: string, nowMs: number, untilMs: number): ClaimedJob {
+  const job: ClaimedJob = {
+    id: String(r.id),
+    queue: String(r.queue),
+    type: String(r.type),
+    payload: JSON.parse(String(r.payload)) as unknown,
+    status: 'running',
+    priority: Number(r.priority),
+    runAt: parseUtc(r.run_at),
+    attempts: Number(r.attempts) + 1,
+    maxAttempts: Number(r.max_attempts),
+    idempotencyKey: r.idempotency_key == null ? null : String(r.idempotency_key),
+    lockedBy: p.workerId,
+    leaseToken: token,
+    lockedUntil: new Date(untilMs),
+    heartbeatAt: new Date(nowMs),
+    startedAt: new Date(nowMs),
+    finishedAt: r.finished_at == null ? null : parseUtc(r.finished_at),
+    lastErrorCode: r.last_error_code == null ? null : String(r.last_error_code),
+    lastError: r.last_error == null ? null : String(r.last_error),
+    timeoutMs: Number(r.timeout_ms),
+    maxRuntimeMs: Number(r.max_runtime_ms),
+    createdAt: parseUtc(r.created_at),
+    updatedAt: new Date(nowMs),
+  };
+  // only jobs a schedule enqueued carry their slot
+  if (r.schedule_name != null && r.slot_at != null) {
+    job.scheduleName = String(r.schedule_name);
+    job.slotAt = parseUtc(r.slot_at);
+  }
+  return job;
 }
 
 /** Microseconds since the epoch of a DATETIME(6) text ("2024-05-01 12:00:00.123456", UTC). */
@@ -57,17 +93,7 @@ export async function claimOn(c: Queryable, sql: MysqlSql, p: ClaimParams): Prom
   await runLast(c, [{ sql: sql.claimUpdate, values: [lease, p.workerId, now, leaseUs, now, now, now] }]);
   const nowMs = parseUtc(now).getTime();
   const untilMs = Math.floor((epochMicros(now) + leaseUs) / 1000);
-  return picked.map((r, k) => ({
-    ...toJobRow(r),
-    status: 'running',
-    lockedBy: p.workerId,
-    leaseToken: tokens[k]!,
-    lockedUntil: new Date(untilMs),
-    heartbeatAt: new Date(nowMs),
-    startedAt: new Date(nowMs),
-    attempts: Number(r.attempts) + 1,
-    updatedAt: new Date(nowMs),
-  }));
+  return picked.map((r, k) => claimedJob(r, p, tokens[k] as string, nowMs, untilMs));
 }
 
 /**

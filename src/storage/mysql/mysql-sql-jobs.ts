@@ -32,6 +32,14 @@ export const JOB_COLS = `id, queue, type, payload, status, priority, run_at, att
   locked_by, lease_token, locked_until, heartbeat_at, started_at, finished_at, last_error_code, last_error,
   timeout_ms, max_runtime_ms, created_at, updated_at, schedule_name, slot_at`;
 
+/**
+ * What a claim reads of each candidate: what the claimed job is made of, minus what the claim
+ * itself sets (status, worker, lease, the lease times, updated_at). Fewer columns, fewer values
+ * for the driver to parse per candidate.
+ */
+export const CLAIM_COLS = `id, queue, type, payload, priority, run_at, attempts, max_attempts, idempotency_key,
+  finished_at, last_error_code, last_error, timeout_ms, max_runtime_ms, created_at, schedule_name, slot_at`;
+
 /** Placeholders of one inserted row, in `insertJobs` column order; run_at = explicit time, else now + delay (µs). */
 const INSERT_ROW = `(?, ?, ?, 'queued', ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW} + INTERVAL ? MICROSECOND), 0, ?, ?, ?, ?, ${NOW}, ${NOW})`;
 
@@ -104,7 +112,7 @@ export function mysqlJobSql(prefix: string) {
      */
     claimCandidates: (withQueues: boolean): string => {
       const scan = (status: string): string =>
-        `(SELECT ${JOB_COLS}, ${NOW} AS db_now FROM ${jobs} FORCE INDEX (${jobs}_claim)
+        `(SELECT ${CLAIM_COLS}, ${NOW} AS db_now FROM ${jobs} FORCE INDEX (${jobs}_claim)
         WHERE status = '${status}' AND run_at <= ${NOW} AND type IN (?)${withQueues ? ' AND queue IN (?)' : ''}
         ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED)`;
       return `-- leasehold claimJobs: lock up to N due queued and N due failed jobs in claim order, skipping locked rows
