@@ -10,7 +10,8 @@
  *   back just that statement), and we read the keys again and insert what is left (in the
  *   end one item at a time).
  * - MariaDB: INSERT … SELECT from a JSON_TABLE of the rows … RETURNING (in insert order) only
- *   what the database chose. MySQL has no RETURNING: a multi-row INSERT … VALUES ("simple
+ *   what the database chose; a run of alike jobs sends the shared values once and a JSON array of
+ *   the payloads alone. MySQL has no RETURNING: a multi-row INSERT … VALUES ("simple
  *   insert") gets consecutive ids from LAST_INSERT_ID() in steps of @@auto_increment_increment,
  *   which we read back and check item by item.
  */
@@ -159,7 +160,14 @@ async function insertChunk(c: Queryable, sql: MysqlSql, p: PreparedInsert, f: My
     return [j.queue, j.type, p.payloads[i], j.priority, j.runAt ? utcLiteral(j.runAt) : null, micros(j.runAfterMs), j.maxAttempts, j.idempotencyKey, j.timeoutMs, j.maxRuntimeMs];
   };
   if (f.returning) {
-    const got = await run(c, sql.insertJobsJson, [JSON.stringify(chunk.map(rowValues))]);
+    const first = p.jobs[chunk[0]!]!;
+    const run1 = chunk.length > 1 && chunk.every((i) => alike(first, p.jobs[i]!));
+    const got = run1
+      ? await run(c, sql.insertRunJson, [
+          first.queue, first.type, first.priority, first.runAt ? utcLiteral(first.runAt) : null, micros(first.runAfterMs),
+          first.maxAttempts, first.timeoutMs, first.maxRuntimeMs, JSON.stringify(chunk.map((i) => p.payloads[i])),
+        ])
+      : await run(c, sql.insertJobsJson, [JSON.stringify(chunk.map(rowValues))]);
     if (got.length !== chunk.length) throw new Error(`mysql insertJobs: ${got.length} rows came back for ${chunk.length} inserted`);
     return got.map((r, k) => insertedRow(r, p.jobs[chunk[k]!]!, p.payloads[chunk[k]!]!));
   }
@@ -190,6 +198,15 @@ function insertedRow(r: Row, j: NewJob, payload: string): Row {
     heartbeat_at: null, started_at: null, finished_at: null, last_error_code: null, last_error: null, timeout_ms: j.timeoutMs,
     max_runtime_ms: j.maxRuntimeMs, created_at: r.created_at, updated_at: r.created_at, schedule_name: null, slot_at: null,
   };
+}
+
+/** Jobs one insertRunJson can write together: no idempotency key, everything but the payload the same. */
+function alike(a: NewJob, b: NewJob): boolean {
+  return (
+    a.idempotencyKey === null && b.idempotencyKey === null && a.type === b.type && a.queue === b.queue &&
+    a.priority === b.priority && a.runAfterMs === b.runAfterMs && (a.runAt?.getTime() ?? null) === (b.runAt?.getTime() ?? null) &&
+    a.maxAttempts === b.maxAttempts && a.timeoutMs === b.timeoutMs && a.maxRuntimeMs === b.maxRuntimeMs
+  );
 }
 
 function isRowOf(r: Row, j: NewJob, payload: string): boolean {

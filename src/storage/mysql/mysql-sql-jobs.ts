@@ -97,6 +97,20 @@ export function mysqlJobSql(prefix: string) {
         tm BIGINT PATH '$[8]', mr BIGINT PATH '$[9]')) AS v
       ORDER BY n
       RETURNING id, run_at, created_at`,
+    /**
+     * MariaDB: a run of jobs alike in everything but the payload (the usual bulk enqueue), the
+     * shared values once — queue, type, priority, runAt|null, delay µs, max attempts, timeout,
+     * max runtime — and the payload texts as one JSON array of strings, inserted in array order;
+     * RETURNING as insertJobsJson. A one-column JSON_TABLE costs the server about a third less per
+     * row than the ten-column one (12–15 against 19–21 ms per 1,000 rows here).
+     */
+    insertRunJson: `-- leasehold insertJobs: insert a run of alike queued jobs (shared values once, payloads from a JSON array, in its order)
+      INSERT INTO ${jobs} (queue, type, payload, status, priority, run_at, attempts, max_attempts,
+        idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at)
+      SELECT ?, ?, p, 'queued', ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW} + INTERVAL ? MICROSECOND), 0, ?, NULL, ?, ?, ${NOW}, ${NOW}
+      FROM JSON_TABLE(?, '$[*]' COLUMNS (n FOR ORDINALITY, p LONGTEXT PATH '$')) AS v
+      ORDER BY n
+      RETURNING id, run_at, created_at`,
     /** Jobs holding some idempotency keys (locking read: sees rows committed after our snapshot). */
     jobsByKeysLocked: `-- leasehold insertJobs: the jobs already holding these idempotency keys
       SELECT ${JOB_COLS} FROM ${jobs} WHERE idempotency_key IN (?) LOCK IN SHARE MODE`,
