@@ -1,30 +1,14 @@
 /**
- * Profile one leasehold drain in a single process (for `node --cpu-prof`):
- *   node --import tsx --cpu-prof --cpu-prof-dir=results/prof src/tools/profile-drain.ts postgres 20000 10
- * With PROFILE_OUT=file.cpuprofile, profiles the drain alone (summarize with summarize-profile.ts).
+ * One drain in a single process:
+ *   node --import tsx src/tools/profile-drain.ts postgres 40000 10 [system id]
  * Prints the wall time, the jobs/s, and the CPU of the drain alone: this process's and the
- * database server's (read from /proc; backends of other clients count too, so run it alone). A fourth argument drains with
- * another system of the harness instead (e.g. graphile-batched), for CPU per job side by side.
+ * database server's (read from /proc; backends of other clients count too, so run it alone).
+ * A fourth argument drains with another system of the harness instead (e.g. graphile-batched),
+ * for CPU per job side by side. With PROFILE_OUT=file.cpuprofile, profiles the drain alone
+ * (summarize with summarize-profile.ts).
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
 import { findSystem } from '../systems/index.ts';
-
-/** CPU (ms) used so far by the database server's processes (postgres, mariadbd, redis-server), from /proc. */
-function serverCpuMs(): number {
-  const tick = 10; // USER_HZ is 100 on Linux: one tick is 10 ms
-  let total = 0;
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      if (!/^(postgres|mariadbd|mysqld|redis-server)$/.test(name)) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += (Number(fields[11]) + Number(fields[12])) * tick; // utime, stime
-    } catch { /* the process ended meanwhile */ }
-  }
-  return total;
-}
+import { profileSection, serverCpuMs } from './profiling.ts';
 
 const [db = 'postgres', nArg = '20000', cArg = '10', systemId] = process.argv.slice(2);
 const n = Number(nArg);
@@ -37,13 +21,7 @@ let done = 0;
 let resolve!: () => void;
 const all = new Promise<void>((r) => (resolve = r));
 // PROFILE_OUT=file.cpuprofile: a CPU profile of the drain alone (not the module loading and enqueue).
-const profileOut = process.env.PROFILE_OUT;
-const inspector = profileOut ? new Session() : undefined;
-if (inspector) {
-  inspector.connect();
-  await inspector.post('Profiler.enable');
-  await inspector.post('Profiler.start');
-}
+const stopProfile = await profileSection();
 const cpu0 = process.cpuUsage();
 const server0 = serverCpuMs();
 const t0 = performance.now();
@@ -53,7 +31,7 @@ while ((await p.remaining()) > 0) await new Promise((r) => setTimeout(r, 5));
 const wall = performance.now() - t0;
 const cpu = process.cpuUsage(cpu0);
 const serverMs = serverCpuMs() - server0;
-if (inspector && profileOut) writeFileSync(profileOut, JSON.stringify((await inspector.post('Profiler.stop')).profile));
+await stopProfile();
 const cpuMs = Math.round((cpu.user + cpu.system) / 1000);
 console.log(JSON.stringify({
   system: sys.id, db, n, concurrency: Number(cArg), wallMs: Math.round(wall), jobsPerS: Math.round(n / (wall / 1000)),
