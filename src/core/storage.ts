@@ -17,9 +17,9 @@
  *   Each claimed row: status 'running', locked_by = workerId, lease_token = a fresh random token
  *   (>= 128 bits), locked_until = now + leaseMs, heartbeat_at = started_at = now,
  *   attempts + 1. Opens an attempt: listAttempts shows it (outcome 'running', attempt = new
- *   attempts, worker, token, started_at now) — as a row of its own, or (PostgreSQL and MySQL,
- *   which write the attempt's row once, when it ends) read from the job row. Concurrent claimers
- *   never get the same row.
+ *   attempts, worker, token, started_at now) — as a row of its own, or (PostgreSQL, MySQL and
+ *   SQLite, which write the attempt's row once, when it ends) read from the job row. Concurrent
+ *   claimers never get the same row.
  * - heartbeat: rows matching id AND lease_token AND status 'running' get locked_until = now +
  *   leaseMs, heartbeat_at = now; every other lease is reported lost with the job's status.
  * - finishJobs: each item lands only WHERE id AND lease_token match AND status = 'running'

@@ -35,7 +35,7 @@ export function countJobs(c: SqliteDb, now: number): JobCount[] {
 export function listAttempts(c: SqliteDb, jobId: string): AttemptRow[] {
   const n = toSqlId(jobId);
   if (n === null) return [];
-  const rows = c.read(() => c.stmt(JOB_SQL.attempts).all(n) as SqlAttempt[]);
+  const rows = c.read(() => c.stmt(JOB_SQL.attempts).all({ id: n }) as SqlAttempt[]);
   return rows.map(toAttemptRow);
 }
 
@@ -50,18 +50,22 @@ export function retryJob(c: SqliteDb, now: number, id: string): { job: JobRow | 
   });
 }
 
+/**
+ * A running job's attempt ends as cancelled: its history row is written from the job row as it
+ * was before the cancel (or, opened by a schema-2 claim, closed in place) by the finish's own
+ * JOB_SQL.endAttempt, fenced by the lease just read in this transaction.
+ */
 export function cancelJob(c: SqliteDb, now: number, id: string): { job: JobRow | null; applied: boolean } {
   const n = toSqlId(id);
   if (n === null) return { job: null, applied: false };
   return c.write(() => {
     const before = c.stmt(JOB_SQL.get).get(n) as SqlJob | undefined;
     if (!before) return { job: null, applied: false };
-    const row = c.stmt(JOB_SQL.cancel).get({ id: n, now, message: CANCEL_MESSAGE }) as SqlJob | undefined;
-    if (!row) return { job: toJobRow(before), applied: false };
     if (before.status === 'running' && before.lease_token !== null) {
-      c.stmt(JOB_SQL.cancelAttempt).run({ id: n, leaseToken: before.lease_token, now, message: CANCEL_MESSAGE });
+      c.stmt(JOB_SQL.endAttempt).run(now, now, 'cancelled', 'CANCELLED', CANCEL_MESSAGE, null, null, n, before.lease_token, 0, now);
     }
-    return { job: toJobRow(row), applied: true };
+    const row = c.stmt(JOB_SQL.cancel).get({ id: n, now, message: CANCEL_MESSAGE }) as SqlJob | undefined;
+    return row ? { job: toJobRow(row), applied: true } : { job: toJobRow(before), applied: false };
   });
 }
 

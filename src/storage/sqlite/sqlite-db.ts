@@ -2,9 +2,11 @@
  * The SQLite connection: pragmas, a prepared-statement cache, IMMEDIATE write transactions,
  * error mapping, and migrations. Used by sqlite-storage.ts only.
  *
- * Several processes may share one database file: every write runs in `BEGIN IMMEDIATE`, which
- * takes SQLite's single write lock up front (waiting up to the busy timeout), so two claimers
- * never see the same due row and a read-then-write never fails with SQLITE_BUSY_SNAPSHOT.
+ * Several processes may share one database file: every write of more than one statement runs
+ * in `BEGIN IMMEDIATE`, which takes SQLite's single write lock up front (waiting up to the busy
+ * timeout), so a read-then-write never fails with SQLITE_BUSY_SNAPSHOT. A write that is one
+ * statement (a claim's UPDATE … RETURNING, one run of inserts) runs alone in autocommit: it
+ * takes the write lock at its start, so two claimers still never see the same due row.
  * WAL lets readers proceed while a writer holds the lock.
  */
 import Database from 'better-sqlite3';

@@ -4,9 +4,13 @@
  *
  * Why it is shaped this way (measured on 20,000-job drains and 1,000-job enqueues):
  * - a batch is one statement where that pays: a run of alike jobs inserts from one JSON array of
- *   payload texts; a claim is one UPDATE … RETURNING plus one INSERT of all its attempt rows.
- *   Finishes and heartbeats stay one cached statement per item in one transaction: measured,
- *   that beat one UPDATE … FROM json_each per batch (see JOB_SQL.finish).
+ *   payload texts; a claim is one UPDATE … RETURNING. Finishes and heartbeats stay cached
+ *   statements per item in one transaction: measured, that beat one UPDATE … FROM json_each per
+ *   batch (see JOB_SQL.finish).
+ * - a claim writes no attempt row (schema 3): the job row holds the running attempt until the
+ *   finish (or rescue, hand-back, cancel) that ends it inserts its history row, once; listAttempts
+ *   reads a running attempt from the job row. One row written per attempt instead of an insert at
+ *   claim time and an update of it at the end.
  * - rows handed back are built from what the caller passed plus what the statement returned,
  *   never re-read: RETURNING * into an object per row cost more than the insert itself.
  * - a lone statement runs in autocommit, without BEGIN/COMMIT: it is atomic on its own.
@@ -166,14 +170,11 @@ function claimedJob(r: ClaimRow, p: ClaimParams, now: number): ClaimedJob {
 export function claimJobs(c: SqliteDb, now: number, p: ClaimParams): ClaimedJob[] {
   const byQueue = p.queues !== null;
   const sql = claimSql(byQueue);
-  const rows = c.write(() => {
-    const claimed = c.stmt(sql, 'raw').all({
-      now, workerId: p.workerId, leaseMs: p.leaseMs, limit: p.limit, types: JSON.stringify(p.types),
-      ...(byQueue ? { queues: JSON.stringify(p.queues) } : {}),
-    }) as ClaimRow[];
-    if (claimed.length > 0) c.stmt(JOB_SQL.openAttempts).run({ ids: JSON.stringify(claimed.map((r) => r[0])) });
-    return claimed;
-  });
+  // one statement, atomic on its own: autocommit (its write lock is taken at its start)
+  const rows = c.read(() => c.stmt(sql, 'raw').all({
+    now, workerId: p.workerId, leaseMs: p.leaseMs, limit: p.limit, types: JSON.stringify(p.types),
+    ...(byQueue ? { queues: JSON.stringify(p.queues) } : {}),
+  }) as ClaimRow[]);
   // RETURNING order is unspecified; hand jobs out in claim order (priority, run_at, id)
   rows.sort((a, b) => a[4] - b[4] || a[5] - b[5] || a[0] - b[0]);
   return rows.map((r) => claimedJob(r, p, now));
@@ -204,24 +205,29 @@ function statusOf(c: SqliteDb, id: number): JobStatus | null {
 
 const TERMINAL: ReadonlySet<string> = new Set(['succeeded', 'dead', 'cancelled']);
 
-/** Item by item in input order (see JOB_SQL.finish for why not one statement per batch). */
+/**
+ * Item by item in input order (see JOB_SQL.finish for why not one statement per batch). The
+ * attempt's history row first, read from the job row under the same fence (JOB_SQL.endAttempt:
+ * the finish clears locked_by), then the job row; the finish's count says whether the item
+ * landed. Same fence, same transaction: the row is written exactly when the finish lands.
+ */
 export function finishJobs(c: SqliteDb, now: number, params: readonly FinishParams[]): FinishResult[] {
   return c.write(() => {
+    const end = c.stmt(JOB_SQL.endAttempt);
     const finish = c.stmt(JOB_SQL.finish);
-    const close = c.stmt(JOB_SQL.closeAttempt);
     return params.map((f): FinishResult => {
       const id = toSqlId(f.id);
       if (id === null) return { id: f.id, applied: false };
+      const expiredOnly = f.onlyIfExpired ? 1 : 0;
+      const a = f.attempt.error ?? null;
+      end.run(now, now, f.attempt.outcome, a?.code ?? null, a?.message ?? null, a?.stack ?? null, f.attempt.retryDelayMs ?? null, id, f.leaseToken, expiredOnly, now);
       const e = f.error ?? null;
       const hasError = e === null ? 0 : 1;
       const landed = finish.run(
         f.status, now, f.runAfterMs ?? null, f.uncountAttempt ? 1 : 0, hasError, e?.code ?? null, hasError, e?.message ?? null,
-        TERMINAL.has(f.status) ? now : null, now, id, f.leaseToken, f.onlyIfExpired ? 1 : 0, now,
+        TERMINAL.has(f.status) ? now : null, now, id, f.leaseToken, expiredOnly, now,
       ).changes;
-      if (landed === 0) return { id: f.id, applied: false };
-      const a = f.attempt.error ?? null;
-      close.run(now, now, f.attempt.outcome, a?.code ?? null, a?.message ?? null, a?.stack ?? null, f.attempt.retryDelayMs ?? null, id, f.leaseToken);
-      return { id: f.id, applied: true };
+      return { id: f.id, applied: landed > 0 };
     });
   });
 }

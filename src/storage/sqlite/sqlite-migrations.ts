@@ -156,6 +156,20 @@ CREATE TABLE {p}locks (
 ) STRICT;
 `,
   },
+  {
+    version: 3,
+    name: 'attempt rows written when the attempt ends',
+    sql: `
+-- an attempt's history row is now inserted once, by the write that ends the attempt (finish,
+-- rescue, hand-back, cancel); while it runs, the job row holds it. The finish's INSERT … ON
+-- CONFLICT (job_id, lease_token) DO UPDATE needs that pair unique, to close in place a row a
+-- schema-2 claim opened. Same index name and columns, so it still serves listing and pruning.
+-- The foreign key to jobs stays: SQLite drops one only by rebuilding the table, and its check
+-- is one rowid lookup per insert.
+DROP INDEX {p}job_attempts_job_idx;
+CREATE UNIQUE INDEX {p}job_attempts_job_idx ON {p}job_attempts (job_id, lease_token);
+`,
+  },
 ];
 
 /** The highest version this code knows. */

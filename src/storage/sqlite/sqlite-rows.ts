@@ -34,7 +34,8 @@ export interface SqlJob {
 }
 
 export interface SqlAttempt {
-  id: number;
+  /** a row's id; 'running:' + job id for a running attempt read from its job row */
+  id: number | string;
   job_id: number;
   attempt: number;
   worker_id: string;
