@@ -88,3 +88,16 @@ export function insertedJobRow(j: NewJob, db: { id: string; runAt: Date; created
     createdAt: db.createdAt, updatedAt: new Date(db.createdAt.getTime()),
   };
 }
+
+/**
+ * Whether two new jobs differ at most in their payload, so that one statement can insert both
+ * with the shared values sent once (the adapters' "run of alike jobs"). Idempotency keys are
+ * left to the caller: a run is only ever made of jobs without one.
+ */
+export function alikeButPayload(a: NewJob, b: NewJob): boolean {
+  return (
+    a.type === b.type && a.queue === b.queue && a.priority === b.priority && a.runAfterMs === b.runAfterMs &&
+    (a.runAt?.getTime() ?? null) === (b.runAt?.getTime() ?? null) && a.maxAttempts === b.maxAttempts &&
+    a.timeoutMs === b.timeoutMs && a.maxRuntimeMs === b.maxRuntimeMs
+  );
+}

@@ -16,6 +16,7 @@
  *   which we read back and check item by item.
  */
 import type { InsertResult, NewJob } from '../../core/storage.js';
+import { alikeButPayload } from '../row-mapping.js';
 import type { Queryable, Row } from './mysql-db.js';
 import { exec, micros, run, toJobRow, utcLiteral } from './mysql-db.js';
 import type { MysqlSql } from './mysql-sql.js';
@@ -161,7 +162,7 @@ async function insertChunk(c: Queryable, sql: MysqlSql, p: PreparedInsert, f: My
   };
   if (f.returning) {
     const first = p.jobs[chunk[0]!]!;
-    const run1 = chunk.length > 1 && chunk.every((i) => alike(first, p.jobs[i]!));
+    const run1 = chunk.length > 1 && chunk.every((i) => p.jobs[i]!.idempotencyKey === null && alikeButPayload(first, p.jobs[i]!));
     const got = run1
       ? await run(c, sql.insertRunJson, [
           first.queue, first.type, first.priority, first.runAt ? utcLiteral(first.runAt) : null, micros(first.runAfterMs),
@@ -198,15 +199,6 @@ function insertedRow(r: Row, j: NewJob, payload: string): Row {
     heartbeat_at: null, started_at: null, finished_at: null, last_error_code: null, last_error: null, timeout_ms: j.timeoutMs,
     max_runtime_ms: j.maxRuntimeMs, created_at: r.created_at, updated_at: r.created_at, schedule_name: null, slot_at: null,
   };
-}
-
-/** Jobs one insertRunJson can write together: no idempotency key, everything but the payload the same. */
-function alike(a: NewJob, b: NewJob): boolean {
-  return (
-    a.idempotencyKey === null && b.idempotencyKey === null && a.type === b.type && a.queue === b.queue &&
-    a.priority === b.priority && a.runAfterMs === b.runAfterMs && (a.runAt?.getTime() ?? null) === (b.runAt?.getTime() ?? null) &&
-    a.maxAttempts === b.maxAttempts && a.timeoutMs === b.timeoutMs && a.maxRuntimeMs === b.maxRuntimeMs
-  );
 }
 
 function isRowOf(r: Row, j: NewJob, payload: string): boolean {

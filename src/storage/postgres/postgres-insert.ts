@@ -14,7 +14,7 @@
  */
 import { TransientStorageError } from '../../core/errors.js';
 import type { InsertResult, JobRow, NewJob } from '../../core/storage.js';
-import { insertedJobRow } from '../row-mapping.js';
+import { alikeButPayload, insertedJobRow } from '../row-mapping.js';
 import type { Prepared } from './postgres-db.js';
 import { jsonParam, toJobRow, type Queryable, type Row } from './postgres-rows.js';
 import type { jobsSql } from './postgres-sql-jobs.js';
@@ -32,19 +32,10 @@ export async function insertJobs(ctx: InsertContext, jobs: readonly NewJob[], on
   if (jobs.every((j) => j.idempotencyKey === null)) {
     const payloads = jobs.map((j) => jsonParam(j.payload));
     if (jobs.length === 1) return insertOne(ctx, jobs[0] as NewJob, payloads[0] as string, on);
-    if (jobs.every((j) => alike(jobs[0] as NewJob, j))) return insertRun(ctx, jobs, payloads, on);
+    if (jobs.every((j) => alikeButPayload(jobs[0] as NewJob, j))) return insertRun(ctx, jobs, payloads, on);
     return insertPlain(ctx, jobs, payloads, on);
   }
   return insertKeyed(ctx, jobs, on);
-}
-
-/** Jobs that can share one insertRun: everything but the payload is the same. */
-function alike(a: NewJob, b: NewJob): boolean {
-  return (
-    a.type === b.type && a.queue === b.queue && a.priority === b.priority && a.runAfterMs === b.runAfterMs &&
-    (a.runAt?.getTime() ?? null) === (b.runAt?.getTime() ?? null) && a.maxAttempts === b.maxAttempts &&
-    a.timeoutMs === b.timeoutMs && a.maxRuntimeMs === b.maxRuntimeMs
-  );
 }
 
 /** The row handed back for input `j`: what the database chose, the payload as its text reads back. */
