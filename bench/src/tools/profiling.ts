@@ -5,15 +5,24 @@ import { Session } from 'node:inspector/promises';
 /**
  * With PROFILE_OUT=file.cpuprofile set, starts a CPU profile of this process now (not of the
  * module loading and setup before); the returned function stops it and writes the file.
+ * With ALLOC_OUT=file.heapprofile, samples allocations instead, including the objects garbage
+ * collection already freed: what the collector's time per job is spent on (summarize with
+ * summarize-allocations.ts).
  */
 export async function profileSection(): Promise<() => Promise<void>> {
   const out = process.env.PROFILE_OUT;
-  if (!out) return async () => {};
+  const allocOut = process.env.ALLOC_OUT;
+  if (!out && !allocOut) return async () => {};
   const inspector = new Session();
   inspector.connect();
+  if (allocOut) {
+    await inspector.post('HeapProfiler.enable');
+    await inspector.post('HeapProfiler.startSampling', { samplingInterval: 512, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
+    return async () => writeFileSync(allocOut, JSON.stringify((await inspector.post('HeapProfiler.stopSampling')).profile));
+  }
   await inspector.post('Profiler.enable');
   await inspector.post('Profiler.start');
-  return async () => writeFileSync(out, JSON.stringify((await inspector.post('Profiler.stop')).profile));
+  return async () => writeFileSync(out as string, JSON.stringify((await inspector.post('Profiler.stop')).profile));
 }
 
 /** CPU (ms) used so far by the database servers' processes (postgres, mariadbd, redis-server), from /proc. */
