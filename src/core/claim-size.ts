@@ -10,14 +10,8 @@
 
 /** How much work (ms of one slot's time, summed over the buffer) a worker keeps claimed ahead. */
 export const BUFFER_WINDOW_MS = 25;
-/**
- * The automatic buffer never grows past this (a claim of this many rows is still quick: about
- * 10 ms of PostgreSQL time). Only very short jobs reach it, and for them every claim and finish
- * statement's fixed cost is a visible share: draining no-op jobs, 1,000 instead of 500 measured
- * +10 % jobs/s on PostgreSQL and +17 % on MariaDB, the same on SQLite (medians of alternated runs,
- * bench/src/tools/ab-drain.ts).
- */
-export const MAX_AUTO_BUFFER = 1_000;
+/** The automatic buffer never grows past this (a claim of this many rows is still quick). */
+export const MAX_AUTO_BUFFER = 500;
 /** Weight of the newest run time in the moving average. */
 const EWMA_WEIGHT = 0.05;
 

@@ -31,7 +31,7 @@ export interface WorkerOptions {
   concurrency?: number;
   /**
    * claimed-but-not-started jobs kept locally. Default: sized by time, about 25 ms of work at
-   * the observed run time (from `concurrency` for slow jobs up to 1,000 for very short ones)
+   * the observed run time (from `concurrency` for slow jobs up to 500 for very short ones)
    */
   bufferSize?: number;
   /** only these queues (default: all) */
