@@ -5,6 +5,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 
 export const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** server URL without a database: the harness creates and drops its own databases */
@@ -22,6 +23,24 @@ export function sqliteDir(): string {
   }
   mkdirSync(dir, { recursive: true });
   return dir;
+}
+
+/**
+ * Before each PostgreSQL measurement: a checkpoint, so that every system starts its enqueue and
+ * drain on the same footing. PostgreSQL checkpoints whenever max_wal_size (1 GB here) of WAL has
+ * been written, which in a run happens every 20 s to 2 min; while one runs, the first change to
+ * every page writes the whole page to the WAL. Whichever system a checkpoint happened to overlap
+ * lost up to a third of its rate (one full run: leasehold's c=10 drain 27,000 jobs/s in the
+ * round that started on a quiet WAL, 18,300 and 19,000 in the two that overlapped checkpoints).
+ */
+export async function checkpointPostgres(): Promise<void> {
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  try {
+    await c.query('CHECKPOINT');
+  } finally {
+    await c.end();
+  }
 }
 
 /** wall-clock ms with sub-ms precision, comparable across processes on one machine */

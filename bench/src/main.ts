@@ -14,7 +14,7 @@ import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Db, SystemDef } from './common.ts';
-import { chunks, fmt, nowMs, percentile, sleep, sqliteDir, stats } from './common.ts';
+import { checkpointPostgres, chunks, fmt, nowMs, percentile, sleep, sqliteDir, stats } from './common.ts';
 import { allSystems } from './systems/index.ts';
 import { targetsTable } from './targets.ts';
 
@@ -234,6 +234,12 @@ async function step(label: string, fn: () => Promise<void>): Promise<void> {
   }
 }
 
+/** A freshly reset system, on a freshly checkpointed PostgreSQL (see checkpointPostgres). */
+async function fresh(sys: SystemDef): Promise<void> {
+  await sys.reset();
+  if (sys.db === 'postgres') await checkpointPostgres();
+}
+
 async function round(sys: SystemDef, r: number): Promise<void> {
   const n = cfg.jobs;
   const jps = 'jobs/s';
@@ -257,14 +263,14 @@ async function round(sys: SystemDef, r: number): Promise<void> {
   }
   const throughput = !sys.latencyOnly && (r === 1 || !sys.contextOnly);
   if (!quick && throughput) await step('bulk enqueue + drain c=10', async () => {
-    await sys.reset();
+    await fresh(sys);
     const rate = await enqueue(sys, n, 'bulk');
     if (sys.timeEnqueue) record(sys.db, sys.id, M.bulk, jps, rate);
     const d = await drain(sys, n, 1, 10);
     record(sys.db, sys.id, M.c10, jps, d.rate, note(d));
   });
   if (!quick && throughput) await step(sys.onlyC10 ? 'single enqueue' : 'single enqueue + drain c=50', async () => {
-    await sys.reset();
+    await fresh(sys);
     const single = Math.min(cfg.singleJobs, n);
     if (sys.timeEnqueue) record(sys.db, sys.id, M.single, jps, await enqueue(sys, single, 'single'));
     else await enqueue(sys, single, 'bulk');
@@ -275,7 +281,7 @@ async function round(sys: SystemDef, r: number): Promise<void> {
   });
   if (sys.onlyC10) return;
   if (throughput || quick) await step('drain 2 processes', async () => {
-    await sys.reset();
+    await fresh(sys);
     await enqueue(sys, n, 'bulk');
     const d = await drain(sys, n, 2, 10);
     record(sys.db, sys.id, M.p2, jps, d.rate, note(d));

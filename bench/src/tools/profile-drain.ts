@@ -7,6 +7,7 @@
  * for CPU per job side by side. With PROFILE_OUT=file.cpuprofile, profiles the drain alone
  * (summarize with summarize-profile.ts).
  */
+import { checkpointPostgres } from '../common.ts';
 import { findSystem } from '../systems/index.ts';
 import { profileSection, serverCpuMs } from './profiling.ts';
 
@@ -14,6 +15,7 @@ const [db = 'postgres', nArg = '20000', cArg = '10', systemId] = process.argv.sl
 const n = Number(nArg);
 const sys = findSystem(systemId ?? `leasehold-${db}`);
 await sys.reset();
+if (sys.db === 'postgres') await checkpointPostgres(); // as the harness does before each measurement
 const p = await sys.producer();
 const items = Array.from({ length: n }, (_, i) => ({ i }));
 for (let i = 0; i < n; i += 1000) await p.enqueueBulk(items.slice(i, i + 1000));
