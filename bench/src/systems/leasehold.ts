@@ -194,7 +194,7 @@ function def(db: Db, variant: 'default' | 'poll10'): SystemDef {
     id: `leasehold-${db}${variant === 'poll10' ? '-poll10' : ''}`,
     db,
     label: variant === 'poll10' ? 'leasehold, poll 10 ms' : 'leasehold',
-    settings: `Worker({concurrency: c}) defaults: claim batch = free slots + buffer (up to 2c), local buffer = c, lease 30 s, heartbeats, sweeper, attempt rows, batched fenced finishes; ${wake}; openStorage(url) default pool 10; logger silent`,
+    settings: `Worker({concurrency: c}) defaults: the automatic claim buffer (about 25 ms of work, up to 500 no-op jobs; a claim refills it once half empty), lease 30 s, heartbeats, sweeper, attempt rows, batched fenced finishes; ${wake}; openStorage(url) default pool 10; logger silent`,
     kind: 'leasehold',
     timeEnqueue: variant === 'default',
     latency: true,
