@@ -1,13 +1,13 @@
 /** EXPLAIN ANALYZE of leasehold's PostgreSQL insert for one 1,000-job batch (rolled back), and a plain unnest INSERT for contrast. */
 import pg from 'pg';
-import { jobsSql } from '../../../src/storage/postgres/postgres-sql-jobs.ts';
+import { insertSql } from '../../../src/storage/postgres/postgres-sql-insert.ts';
 import { PG_URL } from '../common.ts';
 import { findSystem } from '../systems/index.ts';
 
 const k = Number(process.argv[2] ?? 1000);
 const sys = findSystem('leasehold-postgres');
 await sys.reset();
-const sql = jobsSql('"bench_leasehold"');
+const sql = insertSql('"bench_leasehold"');
 const c = new pg.Client({ connectionString: PG_URL });
 await c.connect();
 const rep = <T>(v: T) => Array.from({ length: k }, () => v);

@@ -5,7 +5,7 @@
  *   node --import tsx src/tools/single-insert-pg.ts [jobs per variant]
  */
 import pg from 'pg';
-import { jobsSql } from '../../../src/storage/postgres/postgres-sql-jobs.ts';
+import { insertSql } from '../../../src/storage/postgres/postgres-sql-insert.ts';
 import { PG_URL } from '../common.ts';
 import { findSystem } from '../systems/index.ts';
 
@@ -13,7 +13,7 @@ const n = Number(process.argv[2] ?? 500);
 const sys = findSystem('leasehold-postgres');
 await sys.reset();
 const prod = await sys.producer();
-const sql = jobsSql('"bench_leasehold"');
+const sql = insertSql('"bench_leasehold"');
 const c = new pg.Client({ connectionString: PG_URL });
 await c.connect();
 const args = (notify: boolean) => [['default'], ['noop'], ['{"i":1}'], [0], [null], [0], [5], [null], [300000], [3600000], notify ? 'leasehold' : null, 'bench_leasehold'];

@@ -17,11 +17,11 @@ import type { InsertResult, JobRow, NewJob } from '../../core/storage.js';
 import { alikeButPayload, insertedJobRow } from '../row-mapping.js';
 import type { Prepared } from './postgres-db.js';
 import { jsonParam, toJobRow, type Queryable, type Row } from './postgres-rows.js';
-import type { jobsSql } from './postgres-sql-jobs.js';
+import type { insertSql } from './postgres-sql-insert.js';
 
 export interface InsertContext {
   run(what: string, text: string | Prepared, params: unknown[], on?: Queryable): Promise<Row[]>;
-  sql: ReturnType<typeof jobsSql>;
+  sql: ReturnType<typeof insertSql>;
   hot: { insertOne: Prepared; insertRun: Prepared; insertPlain: Prepared };
   /** NOTIFY channel and payload (the schema) for the wake-up of due jobs */
   notify: [string, string];

@@ -26,6 +26,7 @@ import { NOTIFY_CHANNEL, PgListener } from './postgres-listener.js';
 import { POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
 import { jsonParam, quoteSchema, safeText, toAttemptRow, toClaimedJob, toEffectRow, toExpiredLease, toJobCount, toJobRow, toWorkerRow, txClient, validId, type Queryable, type Row } from './postgres-rows.js';
 import { adminSql, migrationSql } from './postgres-sql-admin.js';
+import { insertSql } from './postgres-sql-insert.js';
 import { jobsSql } from './postgres-sql-jobs.js';
 import { insertJobs, type InsertContext } from './postgres-insert.js';
 import * as sched from './postgres-schedules.js';
@@ -68,10 +69,11 @@ export class PostgresStorage implements Storage {
     const jobs = jobsSql(q);
     this.sql = jobs;
     this.hot = { claim: prepared(jobs.claimCall, 'array'), heartbeat: prepared(jobs.heartbeatCall), finish: prepared(jobs.finishCall), finishSucceeded: prepared(jobs.finishSucceededCall) };
+    const ins = insertSql(q);
     this.inserts = {
       run: (what, text, params, on) => this.run(what, text, params, on),
-      sql: jobs,
-      hot: { insertOne: prepared(jobs.insertOne), insertRun: prepared(jobs.insertRun), insertPlain: prepared(jobs.insertPlain) },
+      sql: ins,
+      hot: { insertOne: prepared(ins.insertOne), insertRun: prepared(ins.insertRun), insertPlain: prepared(ins.insertPlain) },
       notify: [NOTIFY_CHANNEL, this.schema],
     };
     this.admin = adminSql(q);
