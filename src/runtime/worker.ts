@@ -77,6 +77,8 @@ type Buffered = HeldLease & { lost: boolean };
 
 /** Claims pause while this many finished jobs wait for their outcome to be written. */
 const MAX_UNWRITTEN_FINISHES = 1_000;
+/** At shutdown, how long outcomes still being written (and the worker's removal) may take past the deadline and the abort grace. */
+const OUTCOME_WRITE_ALLOWANCE_MS = 5_000;
 
 export class Worker {
   readonly id: string;
@@ -225,7 +227,8 @@ export class Worker {
     this.#wake.wake();
     await this.#loop;
     const unstarted = this.#buffer.splice(0).map((b) => b.job);
-    await Promise.all(unstarted.map((job) => this.#handBack(job)));
+    // written through the completer, waited for with the other outcomes below
+    const handBacks = Promise.all(unstarted.map((job) => this.#handBack(job)));
     if (this.#running.size > 0) {
       this.log.info({ event: 'worker.draining', running: [...this.#running.keys()], deadlineMs }, 'stopping: waiting for running jobs');
     }
@@ -233,23 +236,34 @@ export class Worker {
     while ((this.#running.size > 0 || this.#admitting > 0) && Date.now() < until) await this.#wake.wait(until - Date.now());
     // only handlers still running are aborted; a job whose finish is being written just lands
     const still = [...this.#running.values()].filter((a) => a.holdsSlot);
+    let grace = 0;
     if (still.length > 0) {
       this.log.warn(
         { event: 'worker.deadline', stillRunning: still.map((a) => ({ jobId: a.job.id, type: a.job.type, runningMs: Date.now() - a.startedAt })) },
         'shutdown deadline reached: aborting running jobs and handing them back',
       );
-      const grace = Math.min(this.#opts.abortGraceMs ?? 5_000, 1_000);
+      grace = Math.min(this.#opts.abortGraceMs ?? 5_000, 1_000);
       for (const a of still) {
         handedBack.push(a.job.id);
         a.abort(new Reason('SHUTDOWN', 'worker shutting down'), grace);
       }
-      while (this.#running.size > 0) await this.#wake.wait(grace + 5_000);
+    }
+    // The outcomes still being written get a bounded allowance: a database that stopped
+    // answering must not hold stop() forever. An outcome left unwritten keeps its lease until it
+    // lapses (the heartbeater stops below); then the sweeper runs that job again.
+    const writesUntil = Date.now() + grace + OUTCOME_WRITE_ALLOWANCE_MS;
+    while (this.#running.size > 0 && Date.now() < writesUntil) await this.#wake.wait(writesUntil - Date.now());
+    const written = await settlesBy(Promise.all([handBacks, this.#completer.idle()]), writesUntil);
+    if (this.#running.size > 0 || !written) {
+      this.log.warn(
+        { event: 'worker.outcomes_unwritten', jobs: [...this.#running.keys()], allowanceMs: OUTCOME_WRITE_ALLOWANCE_MS },
+        'stopping with outcomes still unwritten: their leases will lapse and the sweeper will run those jobs again',
+      );
     }
     bus.removeEventListener('cancelled', this.#onCancelled);
     this.#heartbeater.stop();
     this.#sweeper?.stop();
-    await this.#completer.idle();
-    await this.#storage.removeWorker(this.id).catch(() => {});
+    await settlesBy(this.#storage.removeWorker(this.id).catch(() => {}), Date.now() + OUTCOME_WRITE_ALLOWANCE_MS);
     this.#state = 'stopped';
     this.#stopReport = { handedBack, unstarted: unstarted.map((j) => j.id) };
     this.log.info({ event: 'worker.stopped', handedBack, unstarted: this.#stopReport.unstarted }, 'worker stopped');
@@ -390,6 +404,13 @@ export class Worker {
     this.#dispatch();
     this.#wake.wake();
   }
+}
+
+/** Whether `p` settles by the time `at` (Date.now() ms); it is not cancelled otherwise. */
+function settlesBy(p: Promise<unknown>, at: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((r) => (timer = setTimeout(() => r(false), Math.max(0, at - Date.now()))));
+  return Promise.race([p.then(() => true, () => true), late]).finally(() => clearTimeout(timer));
 }
 
 function positiveInt(name: string, v: number, min = 1): number {

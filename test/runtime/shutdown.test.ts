@@ -122,3 +122,39 @@ for (const kind of STORAGE_KINDS) {
     });
   });
 }
+
+describe('stop() when the database stops answering (memory)', () => {
+  let h: Harness;
+  before(async () => {
+    h = await Harness.open('memory');
+  });
+  after(() => h.close());
+
+  test('outcomes that cannot be written hold stop() for a bounded allowance, not forever', async () => {
+    const release = deferred<void>();
+    let hang = false;
+    // the same storage, except that finishes never answer once `hang` is set
+    const storage = new Proxy(h.storage, {
+      get(target, prop, receiver) {
+        if (prop === 'finishJobs' && hang) return () => new Promise(() => {});
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const { client, worker } = await h.serve([defineJob({ type: 'done-late', maxAttempts: 1, handler: () => release.promise })], { storage, concurrency: 1 });
+    const job = await client.enqueue('done-late', {});
+    await h.waitStatus(job.id, 'running');
+    hang = true;
+    release.resolve();
+    const t0 = Date.now();
+    const stopped = await Promise.race([worker.stop({ deadlineMs: 100 }).then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 15_000).unref())]);
+    const took = Date.now() - t0;
+    assert.ok(stopped, 'stop() returned');
+    assert.ok(took < 100 + 5_000 + 1_500, `stop took ${took} ms`);
+    const warned = h.log.events('worker.outcomes_unwritten');
+    assert.equal(warned.length, 1);
+    assert.deepEqual(warned[0]?.jobs, [job.id]);
+    // nothing was written: the job is still running under its lease, for the sweeper to rescue
+    assert.equal((await h.job(job.id)).status, 'running');
+  });
+});
