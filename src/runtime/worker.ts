@@ -13,65 +13,16 @@ import type { Logger } from './env.js';
 import { LocalBus, defaultLogger, newWorkerId } from './env.js';
 import type { HeldLease } from './heartbeater.js';
 import { Heartbeater } from './heartbeater.js';
-import type { AnyJobDefinition } from './job-definition.js';
 import { JobRegistry } from './job-definition.js';
-import type { RetentionOptions } from './sweeper.js';
 import { Sweeper } from './sweeper.js';
 import { Wakeup } from './wakeup.js';
-import type { ScheduleInput } from '../core/index.js';
+import type { DrainReport, StopReport, WorkerOptions } from './worker-options.js';
 import type { Lock } from './locks.js';
 import { Scheduler } from './scheduler.js';
 import { TypeCaps } from './type-cap.js';
 import { VERSION } from './version.js';
 
-export interface WorkerOptions {
-  storage: Storage;
-  jobs: readonly AnyJobDefinition[] | JobRegistry;
-  /** jobs run at once (default 10) */
-  concurrency?: number;
-  /**
-   * claimed-but-not-started jobs kept locally. Default: sized by time, about 25 ms of work at
-   * the observed run time (from `concurrency` for slow jobs up to 500 for very short ones)
-   */
-  bufferSize?: number;
-  /** only these queues (default: all) */
-  queues?: readonly string[] | null;
-  /** lease length; renewed every third of it (default 30 s) */
-  leaseMs?: number;
-  /** how often an idle worker looks for due jobs (default 1 s); enqueues in this process wake it at once */
-  pollIntervalMs?: number;
-  /** after a handler's signal fires, how long before its slot is taken back (default 5 s) */
-  abortGraceMs?: number;
-  /** default deadline for stop() (default 25 s) */
-  shutdownDeadlineMs?: number;
-  /** run the sweeper in this worker (default true) */
-  sweeper?: boolean;
-  sweepIntervalMs?: number;
-  /** retention of finished jobs, applied by the sweeper; false keeps everything */
-  retention?: RetentionOptions | false;
-  logger?: Logger;
-  random?: () => number;
-  workerId?: string;
-  /** run the scheduler in this worker (default true); `drain()` fires due schedules first */
-  scheduler?: boolean;
-  /** schedules declared in code, synced on start (added, changed, removed by name) */
-  schedules?: readonly ScheduleInput[];
-  /** how often the scheduler looks for due schedules (default 1 s, jittered) */
-  schedulerIntervalMs?: number;
-}
-
-export interface StopReport {
-  /** jobs still running at the deadline: aborted and handed back due */
-  handedBack: string[];
-  /** buffered jobs that never started, handed back */
-  unstarted: string[];
-}
-
-export interface DrainReport {
-  processed: number;
-  outcomes: Record<string, number>;
-  timedOut: boolean;
-}
+export type { DrainReport, StopReport, WorkerOptions } from './worker-options.js';
 
 type Buffered = HeldLease & { lost: boolean };
 
