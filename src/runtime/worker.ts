@@ -167,6 +167,8 @@ export class Worker {
   }
 
   #stopped: Promise<void> = Promise.resolve();
+  /** jobs a claim brought back after stop() began: handed back at once, never started */
+  readonly #lateUnstarted: string[] = [];
   #stopReport: StopReport = { handedBack: [], unstarted: [] };
 
   async #shutdown(deadlineMs: number): Promise<void> {
@@ -176,7 +178,8 @@ export class Worker {
     await this.#scheduler?.stop();
     await this.#unsubscribe?.().catch(() => {});
     this.#wake.wake();
-    await this.#loop;
+    // a claim still out at the deadline is not waited for: what it brings back is handed back
+    await settlesBy(this.#loop ?? Promise.resolve(), until);
     const unstarted = this.#buffer.splice(0).map((b) => b.job);
     // written through the completer, waited for with the other outcomes below
     const handBacks = Promise.all(unstarted.map((job) => this.#handBack(job)));
@@ -216,7 +219,7 @@ export class Worker {
     this.#sweeper?.stop();
     await settlesBy(this.#storage.removeWorker(this.id).catch(() => {}), Date.now() + OUTCOME_WRITE_ALLOWANCE_MS);
     this.#state = 'stopped';
-    this.#stopReport = { handedBack, unstarted: unstarted.map((j) => j.id) };
+    this.#stopReport = { handedBack, unstarted: [...unstarted.map((j) => j.id), ...this.#lateUnstarted] };
     this.log.info({ event: 'worker.stopped', handedBack, unstarted: this.#stopReport.unstarted }, 'worker stopped');
   }
 
@@ -240,6 +243,13 @@ export class Worker {
         const sentAt = Date.now();
         try {
           const jobs = await this.#storage.claimJobs({ workerId: this.id, types: this.registry.types, queues: this.#queues, limit, leaseMs: this.#leaseMs });
+          if (this.#state !== 'running') {
+            // stop() began while this claim was out (it may have stopped waiting for it): none
+            // of these start; they go straight back, due now, the attempt not counted
+            for (const job of jobs) this.#lateUnstarted.push(job.id);
+            await Promise.all(jobs.map((job) => this.#handBack(job)));
+            return;
+          }
           if (failing) this.log.info({ event: 'claim.recovered' }, 'claims work again');
           failing = false;
           backoffMs = 0;

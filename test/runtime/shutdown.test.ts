@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { AbortReason } from '../../src/core/index.js';
+import type { Storage } from '../../src/core/storage.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
 import { Harness, STORAGE_KINDS, deferred, waitFor } from './support.js';
 
@@ -156,5 +157,28 @@ describe('stop() when the database stops answering (memory)', () => {
     assert.deepEqual(warned[0]?.jobs, [job.id]);
     // nothing was written: the job is still running under its lease, for the sweeper to rescue
     assert.equal((await h.job(job.id)).status, 'running');
+  });
+
+  test('a claim that does not answer does not hold stop(); the jobs it brings back later are handed back, never run', async () => {
+    const gate = deferred<void>();
+    const ran: string[] = [];
+    // the same storage, except that claims wait for the gate
+    const storage = new Proxy(h.storage, {
+      get(target, prop, receiver) {
+        if (prop === 'claimJobs') return async (p: Parameters<Storage['claimJobs']>[0]) => (await gate.promise, target.claimJobs(p));
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const def = defineJob({ type: 'never-run', handler: (_p, ctx) => void ran.push(ctx.job.id) });
+    const job = await h.clientWith([def]).enqueue('never-run', {});
+    const worker = await h.worker([def], { storage, concurrency: 1 });
+    const t0 = Date.now();
+    const stopped = await Promise.race([worker.stop({ deadlineMs: 100 }).then((r) => r), new Promise<null>((r) => setTimeout(() => r(null), 5_000).unref())]);
+    assert.ok(stopped, `stop() returned (${Date.now() - t0} ms) while its claim was still out`);
+    gate.resolve();
+    const row = await h.waitStatus(job.id, 'queued', 5_000, (j) => j.lockedBy === null && j.attempts === 0 && j.startedAt !== null);
+    assert.equal(row.leaseToken, null);
+    assert.deepEqual(ran, [], 'a job claimed after stop() began never runs');
   });
 });
