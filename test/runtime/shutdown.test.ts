@@ -124,6 +124,17 @@ for (const kind of STORAGE_KINDS) {
   });
 }
 
+/** The same storage with one method replaced (`make` gets the original, bound). */
+function overriding<K extends keyof Storage>(storage: Storage, name: K, make: (original: Storage[K]) => Storage[K]): Storage {
+  return new Proxy(storage, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      const bound = typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      return prop === name ? make(bound as Storage[K]) : bound;
+    },
+  });
+}
+
 describe('stop() when the database stops answering (memory)', () => {
   let h: Harness;
   before(async () => {
@@ -134,14 +145,8 @@ describe('stop() when the database stops answering (memory)', () => {
   test('outcomes that cannot be written hold stop() for a bounded allowance, not forever', async () => {
     const release = deferred<void>();
     let hang = false;
-    // the same storage, except that finishes never answer once `hang` is set
-    const storage = new Proxy(h.storage, {
-      get(target, prop, receiver) {
-        if (prop === 'finishJobs' && hang) return () => new Promise(() => {});
-        const v = Reflect.get(target, prop, receiver) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
+    // finishes never answer once `hang` is set
+    const storage = overriding(h.storage, 'finishJobs', (finish) => (params, opts) => (hang ? new Promise(() => {}) : finish(params, opts)));
     const { client, worker } = await h.serve([defineJob({ type: 'done-late', maxAttempts: 1, handler: () => release.promise })], { storage, concurrency: 1 });
     const job = await client.enqueue('done-late', {});
     await h.waitStatus(job.id, 'running');
@@ -162,14 +167,8 @@ describe('stop() when the database stops answering (memory)', () => {
   test('a claim that does not answer does not hold stop(); the jobs it brings back later are handed back, never run', async () => {
     const gate = deferred<void>();
     const ran: string[] = [];
-    // the same storage, except that claims wait for the gate
-    const storage = new Proxy(h.storage, {
-      get(target, prop, receiver) {
-        if (prop === 'claimJobs') return async (p: Parameters<Storage['claimJobs']>[0]) => (await gate.promise, target.claimJobs(p));
-        const v = Reflect.get(target, prop, receiver) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
+    // claims wait for the gate
+    const storage = overriding(h.storage, 'claimJobs', (claim) => async (p) => (await gate.promise, claim(p)));
     const def = defineJob({ type: 'never-run', handler: (_p, ctx) => void ran.push(ctx.job.id) });
     const job = await h.clientWith([def]).enqueue('never-run', {});
     const worker = await h.worker([def], { storage, concurrency: 1 });
