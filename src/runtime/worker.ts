@@ -28,7 +28,7 @@ type Buffered = HeldLease & { lost: boolean };
 
 /** Claims pause while this many finished jobs wait for their outcome to be written. */
 const MAX_UNWRITTEN_FINISHES = 1_000;
-/** At shutdown, how long outcomes still being written (and the worker's removal) may take past the deadline and the abort grace. */
+/** At shutdown, how long outcomes still being written and the worker's removal may take past the deadline and the abort grace. */
 const OUTCOME_WRITE_ALLOWANCE_MS = 5_000;
 
 export class Worker {
@@ -175,8 +175,8 @@ export class Worker {
     const until = Date.now() + deadlineMs;
     const bus = LocalBus.for(this.#storage);
     bus.removeEventListener('enqueued', this.#onEnqueued);
-    await this.#scheduler?.stop();
-    await this.#unsubscribe?.().catch(() => {});
+    // a scheduler tick or an UNLISTEN that does not answer is not waited for past the deadline
+    await settlesBy(Promise.all([this.#scheduler?.stop(), this.#unsubscribe?.().catch(() => {})]), until);
     this.#wake.wake();
     // a claim still out at the deadline is not waited for: what it brings back is handed back
     await settlesBy(this.#loop ?? Promise.resolve(), until);
@@ -217,7 +217,8 @@ export class Worker {
     bus.removeEventListener('cancelled', this.#onCancelled);
     this.#heartbeater.stop();
     this.#sweeper?.stop();
-    await settlesBy(this.#storage.removeWorker(this.id).catch(() => {}), Date.now() + OUTCOME_WRITE_ALLOWANCE_MS);
+    // within the same allowance (a worker row left behind is removed by a sweeper once silent)
+    await settlesBy(this.#storage.removeWorker(this.id).catch(() => {}), writesUntil);
     this.#state = 'stopped';
     this.#stopReport = { handedBack, unstarted: [...unstarted.map((j) => j.id), ...this.#lateUnstarted] };
     this.log.info({ event: 'worker.stopped', handedBack, unstarted: this.#stopReport.unstarted }, 'worker stopped');

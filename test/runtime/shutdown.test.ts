@@ -180,4 +180,16 @@ describe('stop() when the database stops answering (memory)', () => {
     assert.equal(row.leaseToken, null);
     assert.deepEqual(ran, [], 'a job claimed after stop() began never runs');
   });
+
+  test('a scheduler tick that does not answer does not hold stop() past its deadline', async () => {
+    let ticks = 0;
+    // every look for due schedules hangs
+    const storage = overriding(h.storage, 'dueSchedules', () => () => (ticks++, new Promise(() => {})));
+    const worker = await h.worker([defineJob({ type: 'idle', handler: () => {} })], { storage, schedulerIntervalMs: 10 });
+    await waitFor(() => ticks > 0, 3_000, 'a scheduler tick to be out');
+    const t0 = Date.now();
+    const stopped = await Promise.race([worker.stop({ deadlineMs: 100 }).then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 5_000).unref())]);
+    assert.ok(stopped, `stop() returned (${Date.now() - t0} ms) while a scheduler tick was still out`);
+    assert.ok(Date.now() - t0 < 100 + 5_000, `stop took ${Date.now() - t0} ms`);
+  });
 });
