@@ -5,16 +5,15 @@
  * "now" is the injected clock. Rows handed out are always copies.
  */
 import { LeaseholdError } from '../../core/errors.js';
-import type { JobStatus } from '../../core/status.js';
 import type { AttemptRow, Capabilities, ClaimParams, ClaimedJob, EffectParams, EffectReservation, EffectRow, ExpiredLease } from '../../core/storage.js';
 import type { FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, JobQuery } from '../../core/storage.js';
 import type { JobRow, MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow } from '../../core/storage.js';
 import * as admin from './memory-admin.js';
 import * as ledger from './memory-effects.js';
+import * as lifecycle from './memory-jobs.js';
 import * as sched from './memory-schedules.js';
 import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert } from '../../core/schedules.js';
-import type { StoredJob } from './memory-state.js';
-import { MemoryTables, attemptOut, jobOut, newToken, toJson } from './memory-state.js';
+import { MemoryTables, attemptOut, jobOut } from './memory-state.js';
 
 export interface MemoryStorageOptions {
   /** the "database clock", epoch milliseconds; default Date.now */
@@ -22,8 +21,6 @@ export interface MemoryStorageOptions {
 }
 
 const SCHEMA_VERSION = 2;
-const DUE: readonly JobStatus[] = ['queued', 'failed'];
-const FINISHED: readonly JobStatus[] = ['succeeded', 'dead', 'cancelled'];
 
 export class MemoryStorage implements Storage {
   readonly dialect = 'memory';
@@ -64,157 +61,29 @@ export class MemoryStorage implements Storage {
     return this.nowDate();
   }
 
-  // --- jobs ---------------------------------------------------------------------------------
+  // --- jobs: the lifecycle is in memory-jobs.ts, operator operations in memory-admin.ts -------
 
   async insertJobs(jobs: readonly NewJob[], opts?: { tx?: unknown }): Promise<InsertResult[]> {
     if (opts?.tx !== undefined) throw new LeaseholdError('NOT_SUPPORTED', 'transactional enqueue is not supported by the memory storage');
-    const now = this.nowDate();
-    // serialise every payload first so a bad one leaves nothing half-inserted
-    const payloads = jobs.map((j) => toJson(j.payload));
-    return jobs.map((j, i) => {
-      const existing = j.idempotencyKey === null ? undefined : this.t.idempotency.get(j.idempotencyKey);
-      if (existing !== undefined) return { job: jobOut(this.job(existing)), created: false };
-      const seq = this.t.jobSeq();
-      const row: StoredJob = {
-        id: String(seq),
-        seq,
-        queue: j.queue,
-        type: j.type,
-        payloadJson: payloads[i] as string,
-        status: 'queued',
-        priority: j.priority,
-        runAt: j.runAt ? new Date(j.runAt.getTime()) : new Date(now.getTime() + j.runAfterMs),
-        attempts: 0,
-        maxAttempts: j.maxAttempts,
-        idempotencyKey: j.idempotencyKey,
-        lockedBy: null,
-        leaseToken: null,
-        lockedUntil: null,
-        heartbeatAt: null,
-        startedAt: null,
-        finishedAt: null,
-        lastErrorCode: null,
-        lastError: null,
-        timeoutMs: j.timeoutMs,
-        maxRuntimeMs: j.maxRuntimeMs,
-        createdAt: now,
-        updatedAt: now,
-      };
-      this.t.jobs.set(row.id, row);
-      if (j.idempotencyKey !== null) this.t.idempotency.set(j.idempotencyKey, row.id);
-      return { job: jobOut(row), created: true };
-    });
+    return lifecycle.insertJobs(this.t, jobs, this.nowDate());
   }
 
   async claimJobs(p: ClaimParams): Promise<ClaimedJob[]> {
-    const now = this.nowDate();
-    const due = [...this.t.jobs.values()]
-      .filter(
-        (j) =>
-          DUE.includes(j.status) &&
-          j.runAt.getTime() <= now.getTime() &&
-          p.types.includes(j.type) &&
-          (p.queues === null || p.queues.includes(j.queue)),
-      )
-      .sort((a, b) => a.priority - b.priority || a.runAt.getTime() - b.runAt.getTime() || a.seq - b.seq)
-      .slice(0, Math.max(0, p.limit));
-    return due.map((j) => {
-      j.status = 'running';
-      j.lockedBy = p.workerId;
-      j.leaseToken = newToken();
-      j.lockedUntil = new Date(now.getTime() + p.leaseMs);
-      j.heartbeatAt = now;
-      j.startedAt = now;
-      j.attempts += 1;
-      j.updatedAt = now;
-      const seq = this.t.attemptSeq();
-      this.t.attempts.set(String(seq), {
-        seq,
-        id: String(seq),
-        jobId: j.id,
-        attempt: j.attempts,
-        workerId: p.workerId,
-        leaseToken: j.leaseToken,
-        startedAt: now,
-        finishedAt: null,
-        durationMs: null,
-        outcome: 'running',
-        errorCode: null,
-        errorMessage: null,
-        errorStack: null,
-        retryDelayMs: null,
-      });
-      return jobOut(j) as ClaimedJob;
-    });
+    return lifecycle.claimJobs(this.t, p, this.nowDate());
   }
 
   async heartbeat(p: HeartbeatParams): Promise<HeartbeatResult> {
-    const now = this.nowDate();
-    const lost: HeartbeatResult['lost'] = [];
-    for (const l of p.leases) {
-      const j = this.t.jobs.get(l.id);
-      if (j && j.status === 'running' && j.leaseToken === l.leaseToken) {
-        j.lockedUntil = new Date(now.getTime() + p.leaseMs);
-        j.heartbeatAt = now;
-        j.updatedAt = now;
-      } else {
-        lost.push({ id: l.id, status: j ? j.status : null });
-      }
-    }
-    return { lost };
+    return lifecycle.heartbeat(this.t, p, this.nowDate());
   }
 
   async finishJobs(params: readonly FinishParams[], opts?: { tx?: unknown }): Promise<FinishResult[]> {
     if (opts?.tx !== undefined) throw new LeaseholdError('NOT_SUPPORTED', 'caller transactions are not supported by the memory storage');
     const now = this.nowDate();
-    return params.map((p) => ({ id: p.id, applied: this.finishOne(p, now) }));
-  }
-
-  private finishOne(p: FinishParams, now: Date): boolean {
-    const j = this.t.jobs.get(p.id);
-    if (!j || j.status !== 'running' || j.leaseToken !== p.leaseToken) return false;
-    if (p.onlyIfExpired && !(j.lockedUntil !== null && j.lockedUntil.getTime() < now.getTime())) return false;
-    const token = j.leaseToken;
-    j.status = p.status;
-    if (p.runAfterMs !== undefined) j.runAt = new Date(now.getTime() + p.runAfterMs);
-    if (p.uncountAttempt) j.attempts = Math.max(0, j.attempts - 1);
-    if (p.error) {
-      j.lastErrorCode = p.error.code;
-      j.lastError = p.error.message;
-    }
-    j.lockedBy = null;
-    j.leaseToken = null;
-    j.lockedUntil = null;
-    j.finishedAt = FINISHED.includes(p.status) ? now : null;
-    j.updatedAt = now;
-    for (const a of this.t.attempts.values()) {
-      if (a.jobId !== j.id || a.leaseToken !== token) continue;
-      const err = p.attempt.error ?? null;
-      a.finishedAt = now;
-      a.durationMs = Math.max(0, now.getTime() - a.startedAt.getTime());
-      a.outcome = p.attempt.outcome;
-      a.errorCode = err ? err.code : null;
-      a.errorMessage = err ? err.message : null;
-      a.errorStack = err ? (err.stack ?? null) : null;
-      a.retryDelayMs = p.attempt.retryDelayMs ?? null;
-    }
-    return true;
+    return params.map((p) => ({ id: p.id, applied: lifecycle.finishJob(this.t, p, now) }));
   }
 
   async findExpiredLeases(p: { limit: number }): Promise<ExpiredLease[]> {
-    const now = this.nowDate().getTime();
-    return [...this.t.jobs.values()]
-      .filter((j) => j.status === 'running' && j.leaseToken !== null && j.lockedUntil !== null && j.lockedUntil.getTime() < now)
-      .sort((a, b) => (a.lockedUntil as Date).getTime() - (b.lockedUntil as Date).getTime() || a.seq - b.seq)
-      .slice(0, Math.max(0, p.limit))
-      .map((j) => ({
-        id: j.id,
-        type: j.type,
-        leaseToken: j.leaseToken as string,
-        lockedBy: j.lockedBy,
-        attempts: j.attempts,
-        maxAttempts: j.maxAttempts,
-      }));
+    return lifecycle.findExpiredLeases(this.t, p.limit, this.nowDate());
   }
 
   async getJob(id: string): Promise<JobRow | null> {
@@ -250,12 +119,6 @@ export class MemoryStorage implements Storage {
 
   async pruneJobs(p: PruneParams): Promise<number> {
     return admin.pruneJobs(this.t, p, this.nowDate());
-  }
-
-  private job(id: string): StoredJob {
-    const j = this.t.jobs.get(id);
-    if (!j) throw new LeaseholdError('STORAGE', `memory storage: job ${id} indexed but missing`);
-    return j;
   }
 
   // --- effect ledger ------------------------------------------------------------------------
