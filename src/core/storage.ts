@@ -47,7 +47,14 @@
  * @experimental the contract may change before 1.0 without a major version.
  */
 import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert } from './schedules.js';
-import type { AttemptOutcome, JobStatus } from './status.js';
+import type { JobStatus } from './status.js';
+import type { AttemptRow, ClaimParams, ClaimedJob, ExpiredLease, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult } from './storage-jobs.js';
+import type { InsertResult, JobRow, NewJob } from './storage-jobs.js';
+
+// the job and attempt rows and the job lifecycle params/results live in ./storage-jobs.ts;
+// re-exported here so the contract keeps one import path for adapters, runtime and users
+export type { AttemptRow, ClaimParams, ClaimedJob, ErrorInfo, ExpiredLease, FinishParams, FinishResult } from './storage-jobs.js';
+export type { HeartbeatParams, HeartbeatResult, InsertResult, JobRow, LeaseRef, NewJob } from './storage-jobs.js';
 
 export interface Capabilities {
   /** several processes may use the same database at once */
@@ -56,154 +63,6 @@ export interface Capabilities {
   readonly transactionalEnqueue: boolean;
   /** wake-ups are pushed (LISTEN/NOTIFY); otherwise workers poll */
   readonly listenNotify: boolean;
-}
-
-export interface JobRow {
-  id: string;
-  queue: string;
-  type: string;
-  payload: unknown;
-  status: JobStatus;
-  /** lower runs first */
-  priority: number;
-  runAt: Date;
-  /** attempts counted so far (a claim counts one; snooze and shutdown hand-back give it back) */
-  attempts: number;
-  maxAttempts: number;
-  idempotencyKey: string | null;
-  lockedBy: string | null;
-  leaseToken: string | null;
-  lockedUntil: Date | null;
-  heartbeatAt: Date | null;
-  startedAt: Date | null;
-  finishedAt: Date | null;
-  lastErrorCode: string | null;
-  lastError: string | null;
-  /** inactivity timeout per attempt: no `ctx.heartbeat()` for this long aborts it */
-  timeoutMs: number;
-  /** hard bound on one attempt, heartbeats or not */
-  maxRuntimeMs: number;
-  createdAt: Date;
-  updatedAt: Date;
-  /** set on jobs a schedule enqueued: the schedule's name */
-  scheduleName?: string;
-  /** set on jobs a schedule enqueued: the slot (fire time) this job stands for */
-  slotAt?: Date;
-}
-
-/** A job as the runtime wants it inserted. Validation happened before this point. */
-export interface NewJob {
-  queue: string;
-  type: string;
-  /** already JSON-serialisable and size-checked */
-  payload: unknown;
-  priority: number;
-  /** absolute time chosen by the user; wins over `runAfterMs` */
-  runAt?: Date | undefined;
-  /** delay from the database's now; 0 = due now */
-  runAfterMs: number;
-  maxAttempts: number;
-  idempotencyKey: string | null;
-  timeoutMs: number;
-  maxRuntimeMs: number;
-}
-
-export interface InsertResult {
-  job: JobRow;
-  /** false: a job with the same idempotency key already existed and is returned instead */
-  created: boolean;
-}
-
-export interface ClaimParams {
-  workerId: string;
-  /** only these types (the ones the worker has handlers for); never empty */
-  types: readonly string[];
-  /** only these queues; null = every queue */
-  queues: readonly string[] | null;
-  limit: number;
-  leaseMs: number;
-}
-
-/** A claimed job: `leaseToken` and `lockedUntil` are set, `attempts` already counts this one. */
-export interface ClaimedJob extends JobRow {
-  leaseToken: string;
-  lockedUntil: Date;
-}
-
-export interface LeaseRef {
-  id: string;
-  leaseToken: string;
-}
-
-export interface HeartbeatParams {
-  leases: readonly LeaseRef[];
-  leaseMs: number;
-}
-
-export interface HeartbeatResult {
-  /** leases that no longer hold, with the job's current status (null: the job is gone) */
-  lost: { id: string; status: JobStatus | null }[];
-}
-
-export interface ErrorInfo {
-  code: string;
-  message: string;
-  stack?: string | null;
-}
-
-/**
- * One fenced finish: lands only where `id` and `leaseToken` still match a running job.
- * Used for success, failure, death, snooze, cancel-by-handler, shutdown hand-back and
- * sweeper rescue alike.
- */
-export interface FinishParams {
-  id: string;
-  leaseToken: string;
-  status: Exclude<JobStatus, 'running'>;
-  /** for `failed` / `queued`: run_at = db now + runAfterMs */
-  runAfterMs?: number;
-  /** give the claimed attempt back (snooze, shutdown hand-back): attempts = attempts - 1 */
-  uncountAttempt?: boolean;
-  /** sets last_error_code / last_error (null leaves them as they are) */
-  error?: ErrorInfo | null;
-  /** closes this attempt's history row */
-  attempt: { outcome: AttemptOutcome; error?: ErrorInfo | null; retryDelayMs?: number | null };
-  /** sweeper only: land only if the lease has expired (locked_until < now) */
-  onlyIfExpired?: boolean;
-}
-
-export interface FinishResult {
-  id: string;
-  /** false: the lease was lost (or, with onlyIfExpired, had not expired); nothing was written */
-  applied: boolean;
-}
-
-/** A running job whose lease has expired, as the sweeper sees it. */
-export interface ExpiredLease {
-  id: string;
-  type: string;
-  leaseToken: string;
-  lockedBy: string | null;
-  attempts: number;
-  maxAttempts: number;
-}
-
-export interface AttemptRow {
-  id: string;
-  jobId: string;
-  /** the job's attempt count when this attempt was claimed */
-  attempt: number;
-  workerId: string;
-  leaseToken: string;
-  startedAt: Date;
-  finishedAt: Date | null;
-  durationMs: number | null;
-  outcome: AttemptOutcome;
-  errorCode: string | null;
-  errorMessage: string | null;
-  errorStack: string | null;
-  /** for retried attempts: how long until the next try */
-  retryDelayMs: number | null;
 }
 
 export interface JobQuery {
