@@ -7,6 +7,7 @@
 import { AbortReason, heartbeatInterval } from '../core/index.js';
 import type { JobStatus } from '../core/status.js';
 import type { ClaimedJob, Storage } from '../core/storage.js';
+import { resolvedBy, settlesBy } from './deadline.js';
 import type { Logger } from './env.js';
 
 export interface HeldLease {
@@ -34,7 +35,8 @@ export class Heartbeater {
     const every = heartbeatInterval(this.leaseMs);
     const loop = async () => {
       await this.beat([...this.held()]);
-      await this.onTick().catch(() => {});
+      // the worker's own heartbeat: not waited for past the next beat if it does not answer
+      await settlesBy(this.onTick(), Date.now() + every);
       this.#timer = setTimeout(loop, every);
     };
     this.#timer = setTimeout(loop, every);
@@ -44,44 +46,72 @@ export class Heartbeater {
     clearTimeout(this.#timer);
   }
 
-  /** Renew these leases now; returns the ids that were lost. */
+  /**
+   * Renew these leases now; returns the ids that were lost. Waits for the database only until
+   * the leases lapse: a renewal that does not answer (a starved pool, a server that stopped
+   * responding) must not leave handlers running past their lease, when another worker may
+   * already hold the job. Each lease is given up when its own local expiry passes unanswered.
+   */
   async beat(leases: HeldLease[]): Promise<Set<string>> {
     const lost = new Set<string>();
-    const renewable = leases.filter((l) => !l.pastMaxRuntime);
-    if (renewable.length === 0) return lost;
+    let pending = leases.filter((l) => !l.pastMaxRuntime);
+    if (pending.length === 0) return lost;
     const sentAt = Date.now();
-    try {
-      const res = await this.storage.heartbeat({
-        leases: renewable.map((l) => ({ id: l.job.id, leaseToken: l.job.leaseToken })),
-        leaseMs: this.leaseMs,
-      });
-      if (this.#failing) this.log.info({ event: 'heartbeat.recovered' }, 'heartbeats are landing again');
-      this.#failing = false;
-      const lostById = new Map(res.lost.map((l) => [l.id, l.status]));
-      for (const l of renewable) {
-        if (lostById.has(l.job.id)) {
-          lost.add(l.job.id);
-          l.abort(lostReason(lostById.get(l.job.id) ?? null));
-        } else {
-          // Count from when we sent: the database may have stamped it any time after.
-          l.expiresAt = sentAt + this.leaseMs;
+    const call = this.storage.heartbeat({ leases: pending.map((l) => ({ id: l.job.id, leaseToken: l.job.leaseToken })), leaseMs: this.leaseMs });
+    for (;;) {
+      let answer: Awaited<typeof call> | 'unanswered';
+      try {
+        answer = await resolvedBy(call, earliestExpiry(pending), 'unanswered');
+      } catch (e) {
+        this.#failed((e as Error).message);
+        return this.#lapse(pending, lost).lost;
+      }
+      if (answer !== 'unanswered') {
+        if (this.#failing) this.log.info({ event: 'heartbeat.recovered' }, 'heartbeats are landing again');
+        this.#failing = false;
+        const lostById = new Map(answer.lost.map((l) => [l.id, l.status]));
+        for (const l of pending) {
+          if (lostById.has(l.job.id)) {
+            lost.add(l.job.id);
+            l.abort(lostReason(lostById.get(l.job.id) ?? null));
+          } else {
+            // Count from when we sent: the database may have stamped it any time after.
+            l.expiresAt = sentAt + this.leaseMs;
+          }
         }
+        return lost;
       }
-    } catch (e) {
-      if (!this.#failing) {
-        this.log.error({ event: 'heartbeat.failed', err: (e as Error).message }, 'could not renew leases; retrying at the next beat, handlers are aborted if their lease lapses first');
-      }
-      this.#failing = true;
-      const now = Date.now();
-      for (const l of renewable) {
-        if (now >= l.expiresAt) {
-          lost.add(l.job.id);
-          l.abort(new AbortReason('LEASE_LOST', 'lease lapsed while the database was unreachable'));
-        }
-      }
+      this.#failed('the database did not answer before a lease lapsed');
+      pending = this.#lapse(pending, lost).kept;
+      if (pending.length === 0) return lost;
     }
-    return lost;
   }
+
+  #failed(err: string): void {
+    if (!this.#failing) {
+      this.log.error({ event: 'heartbeat.failed', err }, 'could not renew leases; retrying at the next beat, handlers are aborted if their lease lapses first');
+    }
+    this.#failing = true;
+  }
+
+  /** Aborts the leases whose local expiry has passed (adding them to `lost`); returns the rest. */
+  #lapse(leases: HeldLease[], lost: Set<string>): { kept: HeldLease[]; lost: Set<string> } {
+    const now = Date.now();
+    const kept: HeldLease[] = [];
+    for (const l of leases) {
+      if (now >= l.expiresAt) {
+        lost.add(l.job.id);
+        l.abort(new AbortReason('LEASE_LOST', 'lease lapsed while the database was unreachable'));
+      } else kept.push(l);
+    }
+    return { kept, lost };
+  }
+}
+
+function earliestExpiry(leases: HeldLease[]): number {
+  let at = Infinity;
+  for (const l of leases) if (l.expiresAt < at) at = l.expiresAt;
+  return at;
 }
 
 function lostReason(status: JobStatus | null): AbortReason {

@@ -9,6 +9,7 @@ import { AbortReason as Reason, bufferTarget, claimLimit, nextAvgRunMs } from '.
 import type { ClaimedJob, Storage } from '../core/storage.js';
 import { Attempt, type AttemptDeps } from './attempt.js';
 import { Completer } from './completer.js';
+import { settlesBy } from './deadline.js';
 import type { Logger } from './env.js';
 import { LocalBus, defaultLogger, newWorkerId } from './env.js';
 import type { HeldLease } from './heartbeater.js';
@@ -366,13 +367,6 @@ export class Worker {
     this.#dispatch();
     this.#wake.wake();
   }
-}
-
-/** Whether `p` settles by the time `at` (Date.now() ms); it is not cancelled otherwise. */
-function settlesBy(p: Promise<unknown>, at: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((r) => (timer = setTimeout(() => r(false), Math.max(0, at - Date.now()))));
-  return Promise.race([p.then(() => true, () => true), late]).finally(() => clearTimeout(timer));
 }
 
 function positiveInt(name: string, v: number, min = 1): number {

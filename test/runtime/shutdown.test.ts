@@ -6,9 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { AbortReason } from '../../src/core/index.js';
-import type { Storage } from '../../src/core/storage.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
-import { Harness, STORAGE_KINDS, deferred, waitFor } from './support.js';
+import { Harness, STORAGE_KINDS, deferred, overriding, waitFor } from './support.js';
 
 for (const kind of STORAGE_KINDS) {
   describe(`graceful stop (${kind})`, () => {
@@ -121,17 +120,6 @@ for (const kind of STORAGE_KINDS) {
       assert.equal(row.attempts, 0);
       assert.equal(h.log.count('job.abandoned', job.id), 1);
     });
-  });
-}
-
-/** The same storage with one method replaced (`make` gets the original, bound). */
-function overriding<K extends keyof Storage>(storage: Storage, name: K, make: (original: Storage[K]) => Storage[K]): Storage {
-  return new Proxy(storage, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver) as unknown;
-      const bound = typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      return prop === name ? make(bound as Storage[K]) : bound;
-    },
   });
 }
 

@@ -178,3 +178,14 @@ export class Harness {
     await this.#cleanup();
   }
 }
+
+/** The same storage with one method replaced (`make` gets the original, bound): a database that hangs or fails in one place. */
+export function overriding<K extends keyof Storage>(storage: Storage, name: K, make: (original: Storage[K]) => Storage[K]): Storage {
+  return new Proxy(storage, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      const bound = typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      return prop === name ? make(bound as Storage[K]) : bound;
+    },
+  });
+}

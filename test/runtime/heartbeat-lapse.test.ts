@@ -1,0 +1,70 @@
+/**
+ * A lease the worker cannot renew is given up when it lapses (DESIGN §2.2): the handler is
+ * aborted with LEASE_LOST, because from that moment another worker may hold the job. This
+ * holds whether the renewal fails or never answers at all (a starved pool, a server that
+ * stopped responding), and heartbeats carry on once the database answers again.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { AbortReason } from '../../src/core/index.js';
+import { defineJob } from '../../src/runtime/job-definition.js';
+import { Harness, overriding, waitFor } from './support.js';
+
+const LEASE_MS = 300;
+
+describe('leases that cannot be renewed (memory)', () => {
+  let h: Harness;
+  before(async () => {
+    h = await Harness.open('memory');
+  });
+  after(() => h.close());
+
+  for (const how of ['fail', 'never answer'] as const) {
+    test(`heartbeats that ${how}: the handler is aborted (LEASE_LOST) once its lease lapses, and renewals resume after`, async () => {
+      let broken = false;
+      let beats = 0;
+      const storage = overriding(h.storage, 'heartbeat', (heartbeat) => (p) => {
+        beats++;
+        if (!broken) return heartbeat(p);
+        return how === 'fail' ? Promise.reject(new Error('connection refused')) : new Promise(() => {});
+      });
+      const failedBefore = h.log.count('heartbeat.failed');
+      const recoveredBefore = h.log.count('heartbeat.recovered');
+      const reasons = new Map<string, AbortReason>();
+      const type = `lapse-${how.replace(' ', '-')}`;
+      const def = defineJob({
+        type,
+        maxAttempts: 5,
+        timeoutMs: 60_000,
+        maxRuntimeMs: 60_000,
+        handler: (_p, ctx) =>
+          new Promise<void>((resolve, reject) => {
+            ctx.signal.addEventListener('abort', () => (reasons.set(ctx.job.id, ctx.signal.reason as AbortReason), reject(ctx.signal.reason)), { once: true });
+            // the second job finishes on its own after several lease lengths
+            if (ctx.job.payload === 'long') setTimeout(resolve, LEASE_MS * 4);
+          }),
+      });
+      const { client } = await h.serve([def], { storage, leaseMs: LEASE_MS, concurrency: 1 });
+      const first = await client.enqueue(type, 'stuck');
+      await h.waitStatus(first.id, 'running');
+      // renewals land while the database answers
+      const before = beats;
+      await waitFor(() => beats >= before + 2, 3_000, 'two renewals');
+      assert.equal(reasons.size, 0, 'not aborted while renewals land');
+
+      broken = true;
+      const t0 = Date.now();
+      await waitFor(() => reasons.get(first.id), LEASE_MS * 4, 'the handler to be aborted after its lease lapsed');
+      assert.equal(reasons.get(first.id)?.code, 'LEASE_LOST');
+      assert.ok(Date.now() - t0 <= LEASE_MS + 200, `aborted at the lapse, ${Date.now() - t0} ms after renewals broke`);
+      assert.equal(h.log.count('heartbeat.failed') - failedBefore, 1, 'one error line for the outage');
+
+      // the database answers again: a job running for several lease lengths keeps its lease
+      broken = false;
+      const second = await client.enqueue(type, 'long');
+      await h.waitStatus(second.id, 'succeeded', LEASE_MS * 12);
+      assert.equal(reasons.has(second.id), false, 'the second job was never aborted');
+      assert.ok(h.log.count('heartbeat.recovered') > recoveredBefore, 'the recovery is logged');
+    });
+  }
+});
