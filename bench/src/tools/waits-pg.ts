@@ -42,7 +42,9 @@ await probe.connect();
 const counts = new Map<string, number>();
 let samples = 0;
 const lsn = async (): Promise<string> => String((await probe.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l);
+const commits = async (): Promise<number> => Number((await probe.query('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()')).rows[0].xact_commit);
 const lsn0 = await lsn();
+const commits0 = await commits();
 const t0 = nowMs();
 for (const cp of children) cp.send({ go: true });
 const total = () => [...done.values()].reduce((a, b) => a + b, 0);
@@ -59,9 +61,11 @@ while (total() < n && nowMs() - t0 < 60_000) {
 while ((await p.remaining()) > 0) await sleep(5);
 const wall = nowMs() - t0;
 const lsn1 = await lsn();
+// the probe's own statements commit too (one per sample, a few around): not counted
+const jobCommits = (await commits()) - commits0 - samples - 2;
 const walBytes = Number((await probe.query('SELECT pg_wal_lsn_diff($1, $2) AS d', [lsn1, lsn0])).rows[0].d);
 const busy = [...counts.values()].reduce((a, b) => a + b, 0);
-console.log(`${id}: ${n} jobs, ${procsArg} × c=${cArg}: ${Math.round(n / (wall / 1000))} jobs/s; ${samples} samples, ${(busy / samples).toFixed(2)} busy backends on average; WAL ${Math.round(walBytes / n)} bytes/job (${lsn0}..${lsn1}: pg_waldump --stats=record -s … -e … breaks it down)`);
+console.log(`${id}: ${n} jobs, ${procsArg} × c=${cArg}: ${Math.round(n / (wall / 1000))} jobs/s; ${samples} samples, ${(busy / samples).toFixed(2)} busy backends on average; WAL ${Math.round(walBytes / n)} bytes/job; ${(n / Math.max(1, jobCommits)).toFixed(0)} jobs per commit (${lsn0}..${lsn1}: pg_waldump --stats=record -s … -e … breaks it down)`);
 for (const [w, k] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`  ${((100 * k) / busy).toFixed(1).padStart(5)}%  ${w}`);
 await probe.end();
 await p.close();
