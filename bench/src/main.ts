@@ -7,18 +7,24 @@
  * raw measurement to bench/results/<timestamp>.json. Each drain runs in forked worker
  * processes on a freshly reset table and is timed from "go" (the worker starting) until every
  * job has run and the system's own tables show nothing left to do.
+ *
+ * Here: the options, the workloads and the order they run in. The forked workers are in
+ * worker-processes.ts, what is recorded and the results file in results.ts, the per-database
+ * table in table.ts, the issue's targets in targets.ts.
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { Db, SystemDef } from './common.ts';
-import { checkpointPostgres, chunks, fmt, nowMs, percentile, sleep, sqliteDir, stats } from './common.ts';
+import { checkpointPostgres, chunks, nowMs, percentile, sleep, sqliteDir } from './common.ts';
+import { log } from './log.ts';
+import { M, record, summarize, writeResultsFile } from './results.ts';
 import { allSystems } from './systems/index.ts';
+import { table } from './table.ts';
 import { targetsTable } from './targets.ts';
+import type { Child } from './worker-processes.ts';
+import { spawnChild, stopChildren, waitFor } from './worker-processes.ts';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(`--${name}`);
 const opt = (name: string) => {
@@ -57,81 +63,6 @@ const cfg = {
 
 process.env.BENCH_SQLITE_DIR = join(os.tmpdir(), `leasehold-bench-${process.pid}`);
 sqliteDir();
-
-interface Result {
-  db: Db;
-  system: string;
-  metric: string;
-  unit: string;
-  values: number[];
-  notes: string[];
-}
-const results = new Map<string, Result>();
-function record(db: Db, system: string, metric: string, unit: string, value: number, note?: string): void {
-  const key = `${db}|${system}|${metric}`;
-  let r = results.get(key);
-  if (!r) results.set(key, (r = { db, system, metric, unit, values: [], notes: [] }));
-  r.values.push(value);
-  if (note && !r.notes.includes(note)) r.notes.push(note);
-}
-const log = (s: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${s}\n`);
-
-// ------------------------------------------------------------------------------ child processes
-
-interface Child {
-  cp: ChildProcess;
-  done: number;
-  lats: number[];
-  error?: string;
-}
-
-function spawnChild(sys: SystemDef, concurrency: number, mode: 'drain' | 'latency'): Promise<Child> {
-  const cp = fork(join(here, 'child.ts'), [sys.id, String(concurrency), mode], {
-    execArgv: ['--import', 'tsx'],
-    env: { ...process.env },
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
-  const child: Child = { cp, done: 0, lats: [] };
-  return new Promise((resolve, reject) => {
-    cp.on('message', (m: { ready?: boolean; done?: number; lat?: number; error?: string }) => {
-      if (m.ready) resolve(child);
-      if (m.done !== undefined) child.done = Math.max(child.done, m.done);
-      if (m.lat !== undefined) child.lats.push(m.lat);
-      if (m.error) {
-        child.error = m.error;
-        log(`  ! ${sys.id} worker: ${m.error.split('\n')[0]}`);
-      }
-    });
-    cp.on('exit', (code) => reject(new Error(`${sys.id} worker exited early (${code})`)));
-  });
-}
-
-function waitFor(cp: ChildProcess, what: string, ms: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms);
-    const on = (m: Record<string, unknown>) => {
-      if (m[what] !== undefined) {
-        clearTimeout(t);
-        cp.off('message', on);
-        resolve();
-      }
-    };
-    cp.on('message', on);
-  });
-}
-
-async function stopChildren(children: Child[]): Promise<void> {
-  await Promise.all(
-    children.map(async (c) => {
-      c.cp.removeAllListeners('exit');
-      const exited = new Promise<void>((r) => (c.cp.exitCode !== null ? r() : c.cp.once('exit', () => r())));
-      c.cp.send({ stop: true });
-      const t = setTimeout(() => c.cp.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(t);
-    }),
-  );
-}
 
 // ------------------------------------------------------------------------------ workloads
 
@@ -206,19 +137,6 @@ async function latency(sys: SystemDef): Promise<{ p50: number; p95: number; p99:
 }
 
 // ------------------------------------------------------------------------------ the run
-
-const M = {
-  bulk: 'enqueue, bulk API (1,000/call)',
-  single: 'enqueue, one job per call',
-  c10: 'drain, 1 process c=10',
-  c50: 'drain, 1 process c=50',
-  p2: 'drain, 2 processes c=10',
-  p50: 'idle latency p50',
-  p95: 'idle latency p95',
-  p99: 'idle latency p99',
-  spikeEmpty: 'spike: drain 100k due, empty table',
-  spikeFull: 'spike: drain 100k due + 1M finished rows',
-};
 
 /** One measurement; a failure (e.g. the shared server out of connections) is retried once, then skipped. */
 async function step(label: string, fn: () => Promise<void>): Promise<void> {
@@ -312,58 +230,6 @@ async function spike(sys: SystemDef): Promise<void> {
   }
 }
 
-function table(db: Db): string {
-  const subject = (peer: SystemDef) => {
-    const poll = peer.id.endsWith('-poll10') ? allSystems.find((s) => s.id === `leasehold-${db}-poll10`) : undefined;
-    return poll ?? (allSystems.find((s) => s.id === `leasehold-${db}`) as SystemDef);
-  };
-  const get = (sys: string, metric: string) => results.get(`${db}|${sys}|${metric}`);
-  const cell = (r: Result | undefined) => {
-    if (!r) return '-';
-    const s = stats(r.values);
-    return s.n > 1 ? `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})` : fmt(s.median);
-  };
-  const lines = [
-    `| workload | leasehold | vs | their figure | leasehold ÷ them |`,
-    `|---|---:|---|---:|---:|`,
-  ];
-  const systems = allSystems.filter((s) => s.db === db && s.kind !== 'leasehold' && (!only || only.includes(s.id)));
-  for (const metric of [M.bulk, M.single, M.c10, M.c50, M.p2, M.p50, M.p95, M.p99]) {
-    const unit = metric.startsWith('idle') ? 'ms, lower is better' : 'jobs/s';
-    const before = lines.length;
-    for (const peer of systems) {
-      const lh = subject(peer);
-      // enqueue paths: compare with the variant that timed them
-      const theirs = get(peer.id, metric);
-      const mine = get(lh.id, metric);
-      if (!theirs || !mine) continue;
-      const ratio = stats(mine.values).median / stats(theirs.values).median;
-      const notes = theirs.notes.length ? ` *${theirs.notes.join('; ')}*` : '';
-      const myNotes = mine.notes.length ? ` *${mine.notes.join('; ')}*` : '';
-      // the raw loops' enqueue figures are plain INSERTs, whatever their claim batch
-      const label = peer.kind === 'raw' && (metric === M.bulk || metric === M.single) ? (metric === M.bulk ? 'raw SQL, multi-row INSERT' : 'raw SQL, one-row INSERT') : peer.label;
-      lines.push(`| ${metric} (${unit}) | ${cell(mine)}${lh.id.endsWith('poll10') ? ' (poll 10 ms)' : ''}${myNotes} | ${label} | ${cell(theirs)}${notes} | ${fmt(ratio)}× |`);
-    }
-    if (lines.length === before) {
-      // no peer measured this on this database (e.g. latency on MySQL): show leasehold alone
-      for (const lh of allSystems.filter((x) => x.db === db && x.kind === 'leasehold')) {
-        const mine = get(lh.id, metric);
-        if (mine) lines.push(`| ${metric} (${unit}) | ${cell(mine)}${lh.id.endsWith('poll10') ? ' (poll 10 ms)' : ''} | (no peer runs here) | - | - |`);
-      }
-    }
-  }
-  const lh = allSystems.find((s) => s.id === `leasehold-${db}`) as SystemDef;
-  const before = get(lh.id, M.spikeEmpty);
-  const after = get(lh.id, M.spikeFull);
-  if (before && after) {
-    const notes = [...before.notes, ...after.notes];
-    lines.push(
-      `| drain ${cfg.spikeDue.toLocaleString('en-US')} due with ${cfg.spikeFinished.toLocaleString('en-US')} finished rows (jobs/s) | ${cell(after)} | leasehold, same ${cfg.spikeDue.toLocaleString('en-US')} due on an empty table | ${cell(before)}${notes.length ? ` *${[...new Set(notes)].join('; ')}*` : ''} | ${fmt(stats(after.values).median / stats(before.values).median)}× |`,
-    );
-  }
-  return lines.join('\n');
-}
-
 async function main(): Promise<void> {
   const started = new Date();
   const t0 = nowMs();
@@ -387,40 +253,18 @@ async function main(): Promise<void> {
         for (const sys of [...systems.slice(k), ...systems.slice(0, k)]) await round(sys, r);
       }
       if (cfg.spike) for (const sys of systems.filter((s) => s.id === `leasehold-${db}`)) await spike(sys);
-      const t = `\n### ${db} (${cfg.jobs.toLocaleString('en-US')} no-op jobs; median (min–max) of ${cfg.repeats} run${cfg.repeats > 1 ? 's' : ''})\n\n${table(db)}\n`;
+      const t = `\n### ${db} (${cfg.jobs.toLocaleString('en-US')} no-op jobs; median (min–max) of ${cfg.repeats} run${cfg.repeats > 1 ? 's' : ''})\n\n${table(db, { only, spikeDue: cfg.spikeDue, spikeFinished: cfg.spikeFinished })}\n`;
       out.push(t);
       process.stdout.write(t);
     }
   } finally {
     await cleanupAll();
   }
-  const summary = [...results.values()].map((r) => ({ ...r, ...stats(r.values) }));
+  const summary = summarize();
   const targets = `\n### the issue's targets (leasehold ÷ reference, medians of this run)\n\n${targetsTable(summary)}\n`;
   out.push(targets);
   process.stdout.write(targets);
-  const resDir = join(here, '..', 'results');
-  mkdirSync(resDir, { recursive: true });
-  const file = join(resDir, `${started.toISOString().replace(/[:.]/g, '-')}${quick ? '-quick' : ''}.json`);
-  writeFileSync(
-    file,
-    JSON.stringify(
-      {
-        command: `npm run bench -- ${args.join(' ')}`,
-        date: started.toISOString(),
-        durationS: Math.round((nowMs() - t0) / 1000),
-        node: process.version,
-        cpus: os.cpus().length,
-        cpuModel: os.cpus()[0]?.model,
-        loadavgAtEnd: os.loadavg(),
-        config: cfg,
-        systems: selected.map(({ id, db, label, settings, kind }) => ({ id, db, label, settings, kind })),
-        results: summary,
-        tables: out,
-      },
-      null,
-      2,
-    ),
-  );
+  const file = writeResultsFile({ args, started, t0, quick, config: cfg, selected, summary, tables: out });
   log(`done in ${Math.round((nowMs() - t0) / 1000)} s; raw results: ${file}`);
 }
 
