@@ -31,8 +31,13 @@ export class Heartbeater {
     private readonly onTick: () => Promise<void> = async () => {},
   ) {}
 
+  /** how often leases are renewed */
+  get every(): number {
+    return heartbeatInterval(this.leaseMs);
+  }
+
   start(): void {
-    const every = heartbeatInterval(this.leaseMs);
+    const every = this.every;
     const loop = async () => {
       await this.beat([...this.held()]);
       // the worker's own heartbeat: not waited for past the next beat if it does not answer
@@ -61,7 +66,9 @@ export class Heartbeater {
     for (;;) {
       let answer: Awaited<typeof call> | 'unanswered';
       try {
-        answer = await resolvedBy(call, earliestExpiry(pending), 'unanswered');
+        // a lease found lapsed already (the process was stopped or its event loop stalled)
+        // still gets one beat's time for the database's answer: lost to whom, or renewed
+        answer = await resolvedBy(call, Math.max(earliestExpiry(pending), sentAt + this.every), 'unanswered');
       } catch (e) {
         this.#failed((e as Error).message);
         return this.#lapse(pending, lost).lost;
