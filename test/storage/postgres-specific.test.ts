@@ -244,8 +244,8 @@ describe('postgres specific', { skip: url === null }, () => {
     const successes = await c.query(sql.finishSucceededCall, [rest.map((r) => r.id), rest.map((r) => `b1.${r.id}`)]);
     assert.equal(general.rows.length + successes.rows.length, 300, 'every finish landed');
     // the statements inside the functions (plpgsql drops their header comment; the outer calls show only a Function Scan)
-    const inner = plans.filter((p) => /picked AS|locked AS/.test(p)).join('\n----\n');
-    assert.equal(plans.filter((p) => /picked AS|locked AS/.test(p)).length, 3, plans.join('\n----\n'));
+    const inner = plans.filter((p) => /picked AS|locked AS|items AS/.test(p)).join('\n----\n');
+    assert.equal(plans.filter((p) => /picked AS|locked AS|items AS/.test(p)).length, 3, plans.join('\n----\n'));
     assert.match(inner, /Index Scan using jobs_due_idx/, inner);
     assert.doesNotMatch(inner, /Seq Scan on jobs|Bitmap Heap Scan on jobs|Index Scan using jobs_running_lease_idx/, inner);
     // the claim walks the index in order and stops after its 300: no sort of the 20,000
@@ -254,10 +254,34 @@ describe('postgres specific', { skip: url === null }, () => {
     // picked ids to the table by a merge join over the whole primary key
     await c.query(`ANALYZE ${q}.jobs`);
     plans.length = 0;
-    assert.equal((await c.query(sql.claimCall, ['w', ['fresh'], null, 300, 30_000, 'b2'])).rows.length, 300);
+    const again = (await c.query(sql.claimCall, ['w', ['fresh'], null, 300, 30_000, 'b2'])).rows as { id: string }[];
+    assert.equal(again.length, 300);
     const analyzed = plans.filter((p) => /picked AS/.test(p)).join('\n----\n');
     assert.match(analyzed, /Index Scan using jobs_due_idx/, analyzed);
     assert.doesNotMatch(analyzed, /Merge Join|Hash Join|Seq Scan/, analyzed);
+    // and the success finish still reaches its rows through the primary key
+    plans.length = 0;
+    assert.equal((await c.query(sql.finishSucceededCall, [again.map((r) => r.id), again.map((r) => `b2.${r.id}`)])).rows.length, 300);
+    const finishPlan = plans.filter((p) => /items AS/.test(p)).join('\n----\n');
+    assert.match(finishPlan, /Index Scan using jobs_pkey on jobs j /, finishPlan);
+    assert.doesNotMatch(finishPlan, /Merge Join|Hash Join|Seq Scan|jobs_running_lease_idx/, finishPlan);
+  });
+
+  it('a batch of successes and a heartbeat over the same leases, sent in opposite orders, wait for each other instead of deadlocking', async () => {
+    // the success finish takes its row locks in its update, in id order whatever the order sent
+    // (heartbeats lock in id order too); in input order these two would lock from opposite ends
+    const s = fresh();
+    await s.migrate();
+    for (let round = 0; round < 15; round++) {
+      await s.insertJobs(Array.from({ length: 200 }, () => job('lock-order')));
+      const claimed = await s.claimJobs({ workerId: 'w', types: ['lock-order'], queues: null, limit: 200, leaseMs: 30_000 });
+      assert.equal(claimed.length, 200);
+      const [, finished] = await Promise.all([
+        s.heartbeat({ leases: claimed.map((j) => ({ id: j.id, leaseToken: j.leaseToken })), leaseMs: 30_000 }),
+        s.finishJobs([...claimed].reverse().map((j) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } }))),
+      ]);
+      assert.equal(finished.filter((r) => r.applied).length, 200, `round ${round}: every success landed`);
+    }
   });
 
   it('a finish or a cancel closes in place an attempt row that an earlier version opened at claim time', async () => {
@@ -266,8 +290,10 @@ describe('postgres specific', { skip: url === null }, () => {
     const q = quoteSchema(s.schema);
     const c = await client();
     const [a, b] = await s.insertJobs([job('upgrade'), job('upgrade')]);
-    const claimed = await s.claimJobs({ workerId: 'old-worker', types: ['upgrade'], queues: null, limit: 2, leaseMs: 30_000 });
+    // claimed as a worker of that version did: its tokens are md5 hex (no 'base.id')
+    const claimed = (await c.query(`SELECT id::text AS id, lease_token AS "leaseToken" FROM ${q}.claim_jobs('old-worker', ARRAY['upgrade'], NULL, 2, 30000)`)).rows as { id: string; leaseToken: string }[];
     assert.equal(claimed.length, 2);
+    assert.match(claimed[0]!.leaseToken, /^[0-9a-f]{32}$/);
     // what a version-2 claim wrote: an open row per attempt
     for (const j of claimed) {
       await c.query(`INSERT INTO ${q}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, outcome) VALUES ($1, 1, 'old-worker', $2, now(), 'running')`, [j.id, j.leaseToken]);

@@ -51,6 +51,15 @@ await explain(`finish (${k} jobs)`, sql.finish, [
   ids, claimed.map((r) => r.lease_token), arr('succeeded'), arr(null), arr(false), arr(false), arr(null), arr(null),
   arr('succeeded'), arr(null), arr(null), arr(null), arr(null), arr(false), 'leasehold_bench_none', 'x',
 ]);
+if (process.env.EXPLAIN_SUCCEEDED) {
+  // the success-only finishes, current and candidate, on fresh leases of their own
+  for (const name of ['finishSucceeded', 'finishSucceededUnlocked'] as const) {
+    const text = (sql as Record<string, string>)[name];
+    if (!text) continue;
+    const got = (await c.query(sql.claim, ['w1', ['noop'], null, limit, 30000])).rows;
+    await explain(`${name} (${got.length} jobs)`, text, [got.map((r) => r.id), got.map((r) => r.lease_token)]);
+  }
+}
 await c.end();
 await sys.cleanup();
 process.exit(0);

@@ -73,6 +73,17 @@ AS ${body(sql.finishSucceeded)};
 `;
 }
 
+/** Migration 5: the finish of a batch of successes without its lock step (`finishSucceededUnlocked`). */
+export function migration5Functions(s: string): string {
+  return `
+-- finish_succeeded: land a batch of fenced successes and write their attempt rows; returns the positions that landed
+CREATE OR REPLACE FUNCTION ${s}.finish_succeeded(ids bigint[], tokens text[])
+RETURNS TABLE (ord bigint)
+LANGUAGE plpgsql VOLATILE ${INDEXED}
+AS ${body(jobsSql(s).finishSucceededUnlocked)};
+`;
+}
+
 export function hotPathFunctions(s: string): string {
   const sql = jobsSql(s);
   return `

@@ -8,7 +8,7 @@
  * postgres-storage.ts), so two processes migrating at once apply each version exactly once.
  */
 
-import { hotPathFunctions, migration4Functions } from './postgres-functions.js';
+import { hotPathFunctions, migration4Functions, migration5Functions } from './postgres-functions.js';
 
 export interface PostgresMigration {
   version: number;
@@ -173,6 +173,13 @@ ${hotPathFunctions(s)}`,
 -- the base and its id. The five-argument claim_jobs stays for workers of the previous version.
 -- A batch of plain successes has its own finish: two arrays to send and unnest instead of fourteen.
 ${migration4Functions(s)}`,
+  },
+  {
+    version: 5,
+    name: 'finish of a batch of successes without a separate lock step',
+    sql: (s) => `
+-- the update takes the row locks itself, in id order: one lock record and one pass fewer per job
+${migration5Functions(s)}`,
   },
 ];
 
