@@ -320,7 +320,7 @@ describe('postgres specific', { skip: url === null }, () => {
     await s.insertJobs([job('tokens'), job('tokens'), job('tokens')]);
     const [x, y] = await s.claimJobs({ workerId: 'w', types: ['tokens'], queues: null, limit: 2, leaseMs: 30_000 });
     const base = x!.leaseToken.slice(0, x!.leaseToken.indexOf('.'));
-    assert.match(base, /^[0-9a-f]{32}$/);
+    assert.match(base, /^[A-Za-z0-9_-]{22}$/, '128 random bits, base64url');
     assert.equal(x!.leaseToken, `${base}.${x!.id}`);
     assert.equal(y!.leaseToken, `${base}.${y!.id}`);
     // what the row holds is what the worker computed: the fence accepts it

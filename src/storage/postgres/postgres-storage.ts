@@ -151,8 +151,10 @@ export class PostgresStorage implements Storage {
 
   async claimJobs(p: ClaimParams): Promise<ClaimedJob[]> {
     if (p.limit <= 0 || p.types.length === 0) return [];
-    // a fresh base per claim; each job's token is the base and its id (see claimWithBase)
-    const base = randomBytes(16).toString('hex');
+    // a fresh base per claim; each job's token is the base and its id (see claimWithBase).
+    // 128 bits in base64url: 22 characters where hex took 32, and a token is written three
+    // times per job (the claimed row, the attempt row and its key)
+    const base = randomBytes(16).toString('base64url');
     const params = [p.workerId, [...p.types], p.queues ? [...p.queues] : null, p.limit, p.leaseMs, base];
     const rows = (await this.run('claimJobs', this.hot.claim, params)) as unknown as unknown[][];
     return rows.map((r) => toClaimedJob(r, p.workerId, base));
