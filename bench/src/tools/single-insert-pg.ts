@@ -18,10 +18,13 @@ const c = new pg.Client({ connectionString: PG_URL });
 await c.connect();
 const args = (notify: boolean) => [['default'], ['noop'], ['{"i":1}'], [0], [null], [0], [5], [null], [300000], [3600000], notify ? 'leasehold' : null, 'bench_leasehold'];
 const plainArgs = [['default'], ['noop'], ['{"i":1}'], [0], [null], [0], [5], [300000], [3600000], 'leasehold', 'bench_leasehold'];
+const oneArgs = (runAt: Date | null) => ['default', 'noop', '{"i":1}', 0, runAt, 0, 5, 300000, 3600000, 'leasehold', 'bench_leasehold'];
 const variants: [string, () => Promise<unknown>][] = [
   ['client.enqueue() (leasehold API)', () => prod.enqueueOne({ i: 1 })],
   ['insert statement, direct', () => c.query({ name: 'ins', text: sql.insert, values: args(true) })],
   ['plain insert statement (no keys), direct', () => c.query({ name: 'ins2', text: sql.insertPlain, values: plainArgs })],
+  ['one-job insert statement, direct', () => c.query({ name: 'one', text: sql.insertOne, values: oneArgs(null) })],
+  ['one-job insert, not due (no NOTIFY)', () => c.query({ name: 'one', text: sql.insertOne, values: oneArgs(new Date(Date.now() + 3_600_000)) })],
   ['plain INSERT … RETURNING id', () => c.query({ name: 'plain', text: `INSERT INTO bench_leasehold.jobs (queue, type, payload, status, max_attempts, timeout_ms, max_runtime_ms) VALUES ('default','noop','{"i":1}','queued',5,300000,3600000) RETURNING id` })],
 ];
 const times = new Map<string, number>();
