@@ -3,9 +3,7 @@
  * `concurrency` of them at once, keeps their leases alive, and shuts down against a deadline.
  * It composes the heartbeater, the completer and the sweeper; each does one thing.
  */
-import type { AbortReason } from '../core/index.js';
-import { DEFAULT_LEASE_MS, ValidationError, decideFinish, DEFAULT_RETRY_POLICY, sweepInterval } from '../core/index.js';
-import { AbortReason as Reason, bufferTarget, claimLimit, nextAvgRunMs } from '../core/index.js';
+import { AbortReason as Reason, ValidationError, nextAvgRunMs } from '../core/index.js';
 import type { ClaimedJob, Storage } from '../core/storage.js';
 import { Attempt, type AttemptDeps } from './attempt.js';
 import { Completer } from './completer.js';
@@ -14,6 +12,10 @@ import type { Logger } from './env.js';
 import { LocalBus, defaultLogger, newWorkerId } from './env.js';
 import type { HeldLease } from './heartbeater.js';
 import { Heartbeater } from './heartbeater.js';
+import { bufferedLease, type Buffered } from './worker-buffer.js';
+import { ClaimBackoff, claimBudget, claimWaitMs } from './worker-claim.js';
+import { sweeperSettings, workerSettings } from './worker-settings.js';
+import { abortAtDeadline, awaitOutcomes, handBack, waitWhile } from './worker-shutdown.js';
 import { JobRegistry } from './job-definition.js';
 import { Sweeper } from './sweeper.js';
 import { Wakeup } from './wakeup.js';
@@ -24,13 +26,6 @@ import { TypeCaps } from './type-cap.js';
 import { VERSION } from './version.js';
 
 export type { DrainReport, StopReport, WorkerOptions } from './worker-options.js';
-
-type Buffered = HeldLease & { lost: boolean };
-
-/** Claims pause while this many finished jobs wait for their outcome to be written. */
-const MAX_UNWRITTEN_FINISHES = 1_000;
-/** At shutdown, how long outcomes still being written and the worker's removal may take past the deadline and the abort grace. */
-const OUTCOME_WRITE_ALLOWANCE_MS = 5_000;
 
 export class Worker {
   readonly id: string;
@@ -74,25 +69,13 @@ export class Worker {
     this.#storage = opts.storage;
     this.registry = opts.jobs instanceof JobRegistry ? opts.jobs : new JobRegistry(opts.jobs);
     if (this.registry.size === 0) throw new ValidationError('INVALID_OPTION', 'a worker needs at least one job definition');
-    this.#concurrency = positiveInt('concurrency', opts.concurrency ?? 10);
-    this.#fixedBuffer = opts.bufferSize === undefined ? null : positiveInt('bufferSize', opts.bufferSize, 0);
-    this.#queues = opts.queues ?? null;
-    this.#leaseMs = positiveInt('leaseMs', opts.leaseMs ?? DEFAULT_LEASE_MS, 20);
-    this.#pollMs = positiveInt('pollIntervalMs', opts.pollIntervalMs ?? 1_000, 1);
-    this.#random = opts.random ?? Math.random;
+    ({ concurrency: this.#concurrency, fixedBuffer: this.#fixedBuffer, queues: this.#queues, leaseMs: this.#leaseMs, pollMs: this.#pollMs, random: this.#random } = workerSettings(opts));
     this.id = opts.workerId ?? newWorkerId();
     this.log = (opts.logger ?? defaultLogger()).child({ workerId: this.id });
     this.#logInfo = this.log.isLevelEnabled('info');
     this.#completer = new Completer(this.#storage, this.log);
     this.#heartbeater = new Heartbeater(this.#storage, this.#leaseMs, () => this.#held(), this.log, () => this.#storage.heartbeatWorker(this.id));
-    this.#sweeper =
-      opts.sweeper === false
-        ? null
-        : new Sweeper(this.#storage, this.registry, this.log, this.#random, {
-            intervalMs: opts.sweepIntervalMs ?? sweepInterval(this.#leaseMs),
-            retention: opts.retention ?? {},
-            workerSilenceMs: Math.max(60_000, this.#leaseMs * 3),
-          });
+    this.#sweeper = opts.sweeper === false ? null : new Sweeper(this.#storage, this.registry, this.log, this.#random, sweeperSettings(opts, this.#leaseMs));
     this.#scheduler =
       opts.scheduler === false
         ? null
@@ -187,34 +170,12 @@ export class Worker {
     if (this.#running.size > 0) {
       this.log.info({ event: 'worker.draining', running: [...this.#running.keys()], deadlineMs }, 'stopping: waiting for running jobs');
     }
-    const handedBack: string[] = [];
-    while ((this.#running.size > 0 || this.#admitting > 0) && Date.now() < until) await this.#wake.wait(until - Date.now());
+    await waitWhile(this.#wake, () => this.#running.size > 0 || this.#admitting > 0, until);
     // only handlers still running are aborted; a job whose finish is being written just lands
     const still = [...this.#running.values()].filter((a) => a.holdsSlot);
-    let grace = 0;
-    if (still.length > 0) {
-      this.log.warn(
-        { event: 'worker.deadline', stillRunning: still.map((a) => ({ jobId: a.job.id, type: a.job.type, runningMs: Date.now() - a.startedAt })) },
-        'shutdown deadline reached: aborting running jobs and handing them back',
-      );
-      grace = Math.min(this.#opts.abortGraceMs ?? 5_000, 1_000);
-      for (const a of still) {
-        handedBack.push(a.job.id);
-        a.abort(new Reason('SHUTDOWN', 'worker shutting down'), grace);
-      }
-    }
-    // The outcomes still being written get a bounded allowance: a database that stopped
-    // answering must not hold stop() forever. An outcome left unwritten keeps its lease until it
-    // lapses (the heartbeater stops below); then the sweeper runs that job again.
-    const writesUntil = Date.now() + grace + OUTCOME_WRITE_ALLOWANCE_MS;
-    while (this.#running.size > 0 && Date.now() < writesUntil) await this.#wake.wait(writesUntil - Date.now());
-    const written = await settlesBy(Promise.all([handBacks, this.#completer.idle()]), writesUntil);
-    if (this.#running.size > 0 || !written) {
-      this.log.warn(
-        { event: 'worker.outcomes_unwritten', jobs: [...this.#running.keys()], allowanceMs: OUTCOME_WRITE_ALLOWANCE_MS },
-        'stopping with outcomes still unwritten: their leases will lapse and the sweeper will run those jobs again',
-      );
-    }
+    const { handedBack, grace } = abortAtDeadline(still, this.log, this.#opts.abortGraceMs);
+    // the outcomes still being written get a bounded allowance (the completer is asked once the running jobs landed)
+    const writesUntil = await awaitOutcomes(this.#wake, this.#running, () => Promise.all([handBacks, this.#completer.idle()]), grace, this.log);
     bus.removeEventListener('cancelled', this.#onCancelled);
     this.#heartbeater.stop();
     this.#sweeper?.stop();
@@ -225,9 +186,8 @@ export class Worker {
     this.log.info({ event: 'worker.stopped', handedBack, unstarted: this.#stopReport.unstarted }, 'worker stopped');
   }
 
-  async #handBack(job: ClaimedJob): Promise<void> {
-    const d = decideFinish(job, { kind: 'shutdown' }, DEFAULT_RETRY_POLICY, this.#random);
-    await this.#completer.finish({ id: job.id, leaseToken: job.leaseToken, ...d }).catch(() => {});
+  #handBack(job: ClaimedJob): Promise<void> {
+    return handBack(this.#completer, job, this.#random);
   }
 
   *#held(): Iterable<HeldLease> {
@@ -236,8 +196,7 @@ export class Worker {
   }
 
   async #claimLoop(): Promise<void> {
-    let backoffMs = 0;
-    let failing = false;
+    const backoff = new ClaimBackoff(this.log);
     while (this.#state === 'running') {
       const limit = this.#claimLimit();
       let full = false;
@@ -252,52 +211,33 @@ export class Worker {
             await Promise.all(jobs.map((job) => this.#handBack(job)));
             return;
           }
-          if (failing) this.log.info({ event: 'claim.recovered' }, 'claims work again');
-          failing = false;
-          backoffMs = 0;
+          backoff.succeeded();
           for (const job of jobs) this.#accept(job, sentAt + this.#leaseMs);
           this.#dispatch();
           full = jobs.length === limit;
           if (jobs.length === 0 && this.#exitWhenIdle && this.inFlight === 0) return;
         } catch (e) {
-          backoffMs = Math.min(30_000, Math.max(250, backoffMs * 2));
-          if (!failing) this.log.error({ event: 'claim.failed', err: (e as Error).message, retryInMs: backoffMs }, 'could not claim jobs; backing off');
-          failing = true;
-          await this.#wake.wait(backoffMs);
+          await this.#wake.wait(backoff.failed(e));
           continue;
         }
       }
       if (full && this.#claimLimit() > 0) continue;
-      // Busy: a job freeing its slot wakes us. Idle: the poll timer (with jitter) or a local enqueue.
-      const idle = limit > 0 && !full;
-      const wait = idle ? this.#pollMs * (0.9 + 0.2 * this.#random()) : 60_000;
+      const wait = claimWaitMs(limit > 0 && !full, this.#pollMs, this.#random);
       await this.#wake.wait(this.#exitWhenIdle && this.inFlight === 0 ? 0 : wait);
     }
   }
 
-  /** How many jobs to claim now (0: not yet). Finishes piling up unwritten hold claims back. */
+  /** How many jobs to claim now (0: not yet): see worker-claim.ts. */
   #claimLimit(): number {
-    if (this.#running.size - this.#executing >= MAX_UNWRITTEN_FINISHES) return 0;
-    const target = bufferTarget(this.#concurrency, this.#fixedBuffer, this.#avgRunMs);
-    return claimLimit({ concurrency: this.#concurrency, target, executing: this.#executing + this.#admitting, buffered: this.#buffer.length });
+    return claimBudget({
+      concurrency: this.#concurrency, fixedBuffer: this.#fixedBuffer, avgRunMs: this.#avgRunMs,
+      running: this.#running.size, executing: this.#executing, admitting: this.#admitting, buffered: this.#buffer.length,
+    });
   }
 
   #accept(job: ClaimedJob, expiresAt: number): void {
     if (this.#logInfo) this.log.info({ event: 'job.claimed', jobId: job.id, type: job.type, attempt: job.attempts, queue: job.queue }, 'job claimed');
-    const entry: Buffered = {
-      job,
-      expiresAt,
-      pastMaxRuntime: false,
-      lost: false,
-      abort: (reason: AbortReason) => {
-        // Lost while waiting in the buffer: drop it, nothing to record.
-        entry.lost = true;
-        const i = this.#buffer.indexOf(entry);
-        if (i >= 0) this.#buffer.splice(i, 1);
-        this.log.warn({ event: 'job.lease_lost', jobId: job.id, reason: reason.code }, 'lease lost before the job started');
-      },
-    };
-    this.#buffer.push(entry);
+    this.#buffer.push(bufferedLease(job, expiresAt, this.#buffer, this.log));
   }
 
   #dispatch(): void {
@@ -367,9 +307,4 @@ export class Worker {
     this.#dispatch();
     this.#wake.wake();
   }
-}
-
-function positiveInt(name: string, v: number, min = 1): number {
-  if (!Number.isInteger(v) || v < min) throw new ValidationError('INVALID_OPTION', `${name} must be an integer >= ${min}; got ${String(v)}`);
-  return v;
 }

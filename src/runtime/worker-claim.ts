@@ -1,0 +1,60 @@
+/**
+ * How a worker's claim loop paces itself: how many jobs to claim now, how long to sleep
+ * between claims, and the backoff while claims fail (logged once when they start failing and
+ * once when they work again). The loop itself is Worker#claimLoop in worker.ts.
+ */
+import { bufferTarget, claimLimit } from '../core/index.js';
+import type { Logger } from './env.js';
+
+/** Claims pause while this many finished jobs wait for their outcome to be written. */
+export const MAX_UNWRITTEN_FINISHES = 1_000;
+
+export interface ClaimState {
+  concurrency: number;
+  /** the bufferSize option, or null for the automatic, time-based size */
+  fixedBuffer: number | null;
+  /** moving average of handler run time in ms (null until a job ran) */
+  avgRunMs: number | null;
+  /** attempts not yet done: running, or finished with their outcome still being written */
+  running: number;
+  /** handlers holding a concurrency slot */
+  executing: number;
+  /** capped jobs waiting for a slot of their type's semaphore */
+  admitting: number;
+  buffered: number;
+}
+
+/** How many jobs to claim now (0: not yet). Finishes piling up unwritten hold claims back. */
+export function claimBudget(s: ClaimState): number {
+  if (s.running - s.executing >= MAX_UNWRITTEN_FINISHES) return 0;
+  const target = bufferTarget(s.concurrency, s.fixedBuffer, s.avgRunMs);
+  return claimLimit({ concurrency: s.concurrency, target, executing: s.executing + s.admitting, buffered: s.buffered });
+}
+
+/** Busy: a job freeing its slot wakes the loop. Idle: the poll timer (with jitter) or a local enqueue. */
+export function claimWaitMs(idle: boolean, pollMs: number, random: () => number): number {
+  return idle ? pollMs * (0.9 + 0.2 * random()) : 60_000;
+}
+
+/** While claims fail: waits doubling from 250 ms up to 30 s. */
+export class ClaimBackoff {
+  #ms = 0;
+  #failing = false;
+
+  constructor(private readonly log: Logger) {}
+
+  /** A claim answered: the next one goes out without waiting. */
+  succeeded(): void {
+    if (this.#failing) this.log.info({ event: 'claim.recovered' }, 'claims work again');
+    this.#failing = false;
+    this.#ms = 0;
+  }
+
+  /** A claim failed with `e`: how long to wait before the next one. */
+  failed(e: unknown): number {
+    this.#ms = Math.min(30_000, Math.max(250, this.#ms * 2));
+    if (!this.#failing) this.log.error({ event: 'claim.failed', err: (e as Error).message, retryInMs: this.#ms }, 'could not claim jobs; backing off');
+    this.#failing = true;
+    return this.#ms;
+  }
+}
