@@ -8,33 +8,34 @@
  * (no BEGIN/COMMIT of ours), so the job exists, or the finish lands, iff their transaction
  * commits. Enqueues, retries and finishes that make a job due now send
  * `pg_notify(NOTIFY_CHANNEL, schema)` in the same transaction, delivered on commit;
- * `subscribe()` listens for them on a dedicated connection (postgres-listener.ts).
+ * `subscribe()` listens for them on a dedicated connection (postgres-listener.ts). The class
+ * delegates: each group of operations is in its own postgres-*.ts sibling.
  */
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { LeaseholdError, SchemaTooNewError, TransientStorageError, ValidationError } from '../../core/errors.js';
+import { LeaseholdError, SchemaTooNewError, ValidationError } from '../../core/errors.js';
 import type {
   AttemptRow, Capabilities, ClaimedJob, ClaimParams, EffectParams, EffectReservation, EffectRow,
-  ExpiredLease, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, LeaseRef,
+  ExpiredLease, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount,
   JobQuery, JobRow, MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
 } from '../../core/storage.js';
-import type { JobStatus } from '../../core/status.js';
 import { prepared, query, transaction } from './postgres-db.js';
 import { fastTypes } from './postgres-types.js';
 import type { Prepared } from './postgres-db.js';
 import { NOTIFY_CHANNEL, PgListener } from './postgres-listener.js';
 import { POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
-import { jsonParam, quoteSchema, safeText, toAttemptRow, toClaimedJob, toEffectRow, toExpiredLease, toJobCount, toJobRow, toWorkerRow, txClient, validId, type Queryable, type Row } from './postgres-rows.js';
+import { quoteSchema, toWorkerRow, txClient, type Queryable, type Row } from './postgres-rows.js';
 import { adminSql, migrationSql } from './postgres-sql-admin.js';
 import { insertSql } from './postgres-sql-insert.js';
 import { jobsSql } from './postgres-sql-jobs.js';
 import { insertJobs, type InsertContext } from './postgres-insert.js';
+import * as admin from './postgres-admin.js';
+import * as fx from './postgres-effects.js';
+import { finishJobs } from './postgres-finish.js';
+import * as hot from './postgres-jobs.js';
 import * as sched from './postgres-schedules.js';
 import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert } from '../../core/schedules.js';
 
 export { NOTIFY_CHANNEL };
-
-
 
 export interface PostgresStorageOptions {
   /** e.g. postgres://user@host:5432/db; ignored when `pool` is given */
@@ -60,11 +61,14 @@ export class PostgresStorage implements Storage {
   private readonly admin: ReturnType<typeof adminSql>;
   private readonly mig: ReturnType<typeof migrationSql>;
   private readonly sch: ReturnType<typeof sched.schedulesSql>;
+  /** NOTIFY channel and payload (the schema) for the wake-up of jobs due now */
+  private readonly notify: [string, string];
   private closing: Promise<void> | null = null;
   private listener: PgListener | null = null;
 
   constructor(opts: PostgresStorageOptions = {}) {
     this.schema = opts.schema ?? 'leasehold';
+    this.notify = [NOTIFY_CHANNEL, this.schema];
     const q = quoteSchema(this.schema);
     const jobs = jobsSql(q);
     this.sql = jobs;
@@ -74,7 +78,7 @@ export class PostgresStorage implements Storage {
       run: (what, text, params, on) => this.run(what, text, params, on),
       sql: ins,
       hot: { insertOne: prepared(ins.insertOne), insertRun: prepared(ins.insertRun), insertPlain: prepared(ins.insertPlain) },
-      notify: [NOTIFY_CHANNEL, this.schema],
+      notify: this.notify,
     };
     this.admin = adminSql(q);
     this.mig = migrationSql(q);
@@ -95,7 +99,6 @@ export class PostgresStorage implements Storage {
   private run(what: string, text: string | Prepared, params: unknown[] = [], on?: Queryable): Promise<Row[]> {
     return query(on ?? this.pool, what, text, params);
   }
-
 
   async migrate(): Promise<MigrateResult> {
     return transaction(this.pool, 'migrate', async (c) => {
@@ -143,160 +146,74 @@ export class PostgresStorage implements Storage {
     return row?.now as Date;
   }
 
-  // --- jobs -------------------------------------------------------------------------------
+  // --- jobs: see postgres-insert.ts, postgres-jobs.ts, postgres-finish.ts ------------------
 
   async insertJobs(jobs: readonly NewJob[], opts?: { tx?: unknown }): Promise<InsertResult[]> {
     return insertJobs(this.inserts, jobs, txClient(opts?.tx));
   }
 
-  async claimJobs(p: ClaimParams): Promise<ClaimedJob[]> {
-    if (p.limit <= 0 || p.types.length === 0) return [];
-    // a fresh base per claim; each job's token is the base and its id (see claimWithBase).
-    // 128 bits in base64url: 22 characters where hex took 32, and a token is written three
-    // times per job (the claimed row, the attempt row and its key)
-    const base = randomBytes(16).toString('base64url');
-    const params = [p.workerId, [...p.types], p.queues ? [...p.queues] : null, p.limit, p.leaseMs, base];
-    const rows = (await this.run('claimJobs', this.hot.claim, params)) as unknown as unknown[][];
-    return rows.map((r) => toClaimedJob(r, p.workerId, base));
+  claimJobs(p: ClaimParams): Promise<ClaimedJob[]> {
+    return hot.claimJobs(this.pool, this.hot.claim, p);
   }
 
-  async heartbeat(p: HeartbeatParams): Promise<HeartbeatResult> {
-    const valid = p.leases.filter((l) => validId(l.id) !== null);
-    const lost = new Set<LeaseRef>(p.leases.filter((l) => validId(l.id) === null));
-    const status = new Map<string, JobStatus>();
-    if (valid.length > 0) {
-      const rows = await this.run('heartbeat', this.hot.heartbeat, [valid.map((l) => validId(l.id)), valid.map((l) => l.leaseToken), p.leaseMs]);
-      const extended = new Set(rows.map((r) => Number(r.ord) - 1));
-      const lostValid = valid.filter((_, i) => !extended.has(i));
-      for (const l of lostValid) lost.add(l);
-      if (lostValid.length > 0) {
-        for (const r of await this.run('heartbeat', this.sql.statuses, [lostValid.map((l) => validId(l.id))])) status.set(String(r.id), r.status as JobStatus);
-      }
-    }
-    // in input order; a job that is gone reports null
-    return { lost: p.leases.filter((l) => lost.has(l)).map((l) => ({ id: l.id, status: status.get(validId(l.id) ?? '') ?? null })) };
+  heartbeat(p: HeartbeatParams): Promise<HeartbeatResult> {
+    return hot.heartbeat(this.pool, this.hot.heartbeat, this.sql, p);
   }
 
   async finishJobs(params: readonly FinishParams[], opts?: { tx?: unknown }): Promise<FinishResult[]> {
-    const on = txClient(opts?.tx);
-    const items = params.filter((f) => validId(f.id) !== null);
-    const applied = new Map<FinishParams, boolean>();
-    if (items.length > 0 && items.every(plainSuccess)) {
-      const rows = await this.run('finishJobs', this.hot.finishSucceeded, [items.map((f) => validId(f.id)), items.map((f) => f.leaseToken)], on);
-      for (const r of rows) applied.set(items[Number(r.ord) - 1] as FinishParams, true);
-    } else if (items.length > 0) {
-      // Optional columns go as [] when no item has a value: unnest pads a shorter array with
-      // NULLs, which the statement reads as "none" / false.
-      const opt = <T>(f: (x: FinishParams) => T | null | undefined): (T | null)[] => {
-        const out = items.map((x) => f(x) ?? null);
-        return out.some((v) => v !== null && v !== false) ? out : [];
-      };
-      const args = [
-        items.map((f) => validId(f.id)), items.map((f) => f.leaseToken), items.map((f) => f.status),
-        opt((f) => f.runAfterMs ?? null), opt((f) => f.uncountAttempt === true),
-        opt((f) => f.error != null), opt((f) => safeText(f.error?.code)), opt((f) => safeText(f.error?.message)),
-        items.map((f) => f.attempt.outcome), opt((f) => safeText(f.attempt.error?.code)),
-        opt((f) => safeText(f.attempt.error?.message)), opt((f) => safeText(f.attempt.error?.stack)),
-        opt((f) => f.attempt.retryDelayMs ?? null), opt((f) => f.onlyIfExpired === true),
-        NOTIFY_CHANNEL, this.schema,
-      ];
-      const rows = await this.run('finishJobs', this.hot.finish, args, on);
-      for (const r of rows) applied.set(items[Number(r.ord) - 1] as FinishParams, true);
-    }
-    return params.map((f) => ({ id: f.id, applied: applied.get(f) ?? false }));
+    return finishJobs(txClient(opts?.tx) ?? this.pool, this.hot, params, this.notify);
   }
 
-  async findExpiredLeases(p: { limit: number }): Promise<ExpiredLease[]> {
-    if (p.limit <= 0) return [];
-    const rows = await this.run('findExpiredLeases', this.sql.findExpired, [p.limit]);
-    return rows.map(toExpiredLease);
+  findExpiredLeases(p: { limit: number }): Promise<ExpiredLease[]> {
+    return hot.findExpiredLeases(this.pool, this.sql, p);
   }
 
-  async getJob(id: string): Promise<JobRow | null> {
-    const v = validId(id);
-    if (v === null) return null;
-    const [row] = await this.run('getJob', this.admin.getJob, [v]);
-    return row ? toJobRow(row) : null;
+  // --- admin and listing: see postgres-admin.ts ----------------------------------------------
+
+  getJob(id: string): Promise<JobRow | null> {
+    return admin.getJob(this.pool, this.admin, id);
   }
 
-  async listJobs(q: JobQuery): Promise<JobRow[]> {
-    let before: string | null = null;
-    if (q.beforeId !== undefined) {
-      before = validId(q.beforeId);
-      if (before === null) throw new ValidationError('INVALID_OPTION', `beforeId must be a job id, got "${q.beforeId}"`);
-    }
-    if (q.limit <= 0) return [];
-    const rows = await this.run('listJobs', this.admin.listJobs, [q.status ?? null, q.queue ?? null, q.type ?? null, before, q.limit]);
-    return rows.map(toJobRow);
+  listJobs(q: JobQuery): Promise<JobRow[]> {
+    return admin.listJobs(this.pool, this.admin, q);
   }
 
-  async countJobs(): Promise<JobCount[]> {
-    const rows = await this.run('countJobs', this.admin.countJobs);
-    return rows.map(toJobCount);
+  countJobs(): Promise<JobCount[]> {
+    return admin.countJobs(this.pool, this.admin);
   }
 
-  async listAttempts(jobId: string): Promise<AttemptRow[]> {
-    const v = validId(jobId);
-    if (v === null) return [];
-    return (await this.run('listAttempts', this.admin.listAttempts, [v])).map(toAttemptRow);
+  listAttempts(jobId: string): Promise<AttemptRow[]> {
+    return admin.listAttempts(this.pool, this.admin, jobId);
   }
 
-  async retryJob(id: string): Promise<{ job: JobRow | null; applied: boolean }> {
-    const v = validId(id);
-    if (v === null) return { job: null, applied: false };
-    const [row] = await this.run('retryJob', this.admin.retryJob, [v, NOTIFY_CHANNEL, this.schema]);
-    return row ? { job: toJobRow(row), applied: row.applied === true } : { job: null, applied: false };
+  retryJob(id: string): Promise<{ job: JobRow | null; applied: boolean }> {
+    return admin.retryJob(this.pool, this.admin, id, this.notify);
   }
 
-  async cancelJob(id: string): Promise<{ job: JobRow | null; applied: boolean }> {
-    const v = validId(id);
-    if (v === null) return { job: null, applied: false };
-    return transaction(this.pool, 'cancelJob', async (c) => {
-      const [locked] = await this.run('cancelJob', this.admin.lockJob, [v], c);
-      if (!locked) return { job: null, applied: false };
-      const [row] = await this.run('cancelJob', this.admin.cancelJob, [v, 'cancelled by an operator', locked.lease_token ?? null], c);
-      return row ? { job: toJobRow(row), applied: row.applied === true } : { job: null, applied: false };
-    });
+  cancelJob(id: string): Promise<{ job: JobRow | null; applied: boolean }> {
+    return admin.cancelJob(this.pool, this.admin, id);
   }
 
-  async pruneJobs(p: PruneParams): Promise<number> {
-    if (p.limit <= 0 || p.statuses.length === 0) return 0;
-    const [row] = await this.run('pruneJobs', this.admin.pruneJobs, [[...p.statuses], p.olderThanMs, p.limit]);
-    return Number(row?.n ?? 0);
+  pruneJobs(p: PruneParams): Promise<number> {
+    return admin.pruneJobs(this.pool, this.admin, p);
   }
 
-  // --- effect ledger ------------------------------------------------------------------------
+  // --- effect ledger: see postgres-effects.ts -----------------------------------------------
 
-  async reserveEffect(p: EffectParams): Promise<EffectReservation> {
-    const jobId = validId(p.jobId);
-    if (jobId === null) return { state: 'lost' };
-    for (let tries = 0; tries < 5; tries++) {
-      const [r] = await this.run('reserveEffect', this.admin.reserveEffect, [p.key, jobId, p.leaseToken]);
-      if (!r?.held) return { state: 'lost' };
-      if (r.reserved) return { state: 'reserved' };
-      const [e] = await this.run('reserveEffect', this.admin.getEffect, [p.key]);
-      if (e?.state === 'done') return { state: 'done', result: e.result ?? null };
-      // pending under another job that still runs under its lease: that attempt may be doing it
-      if (e?.state === 'pending') return { state: 'busy' };
-    }
-    throw new TransientStorageError(`postgres: effect "${p.key}" kept changing during reserveEffect; retry`);
+  reserveEffect(p: EffectParams): Promise<EffectReservation> {
+    return fx.reserveEffect(this.pool, this.admin, p);
   }
 
-  async completeEffect(p: EffectParams & { result: unknown }): Promise<boolean> {
-    const jobId = validId(p.jobId);
-    if (jobId === null) return false;
-    return (await this.run('completeEffect', this.admin.completeEffect, [p.key, jobId, p.leaseToken, jsonParam(p.result)])).length > 0;
+  completeEffect(p: EffectParams & { result: unknown }): Promise<boolean> {
+    return fx.completeEffect(this.pool, this.admin, p);
   }
 
-  async listEffects(p: { jobId?: string; limit: number }): Promise<EffectRow[]> {
-    const jobId = p.jobId === undefined ? null : validId(p.jobId);
-    if ((p.jobId !== undefined && jobId === null) || p.limit <= 0) return [];
-    return (await this.run('listEffects', this.admin.listEffects, [jobId, p.limit])).map(toEffectRow);
+  listEffects(p: { jobId?: string; limit: number }): Promise<EffectRow[]> {
+    return fx.listEffects(this.pool, this.admin, p);
   }
 
-  async countEffects(): Promise<number> {
-    const [row] = await this.run('countEffects', this.admin.countEffects);
-    return Number(row?.n ?? 0);
+  countEffects(): Promise<number> {
+    return fx.countEffects(this.pool, this.admin);
   }
 
   // --- workers ------------------------------------------------------------------------------
@@ -333,8 +250,8 @@ export class PostgresStorage implements Storage {
     return r ? sched.toScheduleRow(r) : null;
   }
   async dueSchedules(p: { limit: number }): Promise<ScheduleRow[]> { return (await this.run('dueSchedules', this.sch.due, [p.limit])).map(sched.toScheduleRow); }
-  fireSchedule(p: FireScheduleParams): Promise<FireScheduleResult> { return sched.fireSchedule(this.pool, this.sch, p, [NOTIFY_CHANNEL, this.schema]); }
-  runScheduleNow(p: { name: string; job: ScheduledJob }): Promise<JobRow | null> { return sched.runScheduleNow(this.pool, this.sch, p, [NOTIFY_CHANNEL, this.schema]); }
+  fireSchedule(p: FireScheduleParams): Promise<FireScheduleResult> { return sched.fireSchedule(this.pool, this.sch, p, this.notify); }
+  runScheduleNow(p: { name: string; job: ScheduledJob }): Promise<JobRow | null> { return sched.runScheduleNow(this.pool, this.sch, p, this.notify); }
   tryAcquireLock(p: AcquireLockParams): Promise<LockGrant | null> { return sched.tryAcquireLock(this.pool, this.sch, p); }
   async extendLock(p: { name: string; token: string; ttlMs: number }): Promise<boolean> { return (await this.run('extendLock', this.sch.extend, [p.name, p.token, p.ttlMs])).length > 0; }
   async releaseLock(p: { name: string; token: string }): Promise<boolean> { return (await this.run('releaseLock', this.sch.release, [p.name, p.token])).length > 0; }
@@ -344,12 +261,4 @@ export class PostgresStorage implements Storage {
 /** Create a PostgreSQL storage from a connection string or your own pool. */
 export function postgresStorage(opts: PostgresStorageOptions): PostgresStorage {
   return new PostgresStorage(opts);
-}
-
-/** A finish that `finish_succeeded` lands exactly as `finish_jobs` would: a success and nothing else. */
-function plainSuccess(f: FinishParams): boolean {
-  return (
-    f.status === 'succeeded' && f.attempt.outcome === 'succeeded' && f.attempt.error == null && f.attempt.retryDelayMs == null &&
-    f.error == null && f.runAfterMs == null && f.uncountAttempt !== true && f.onlyIfExpired !== true
-  );
 }

@@ -1,0 +1,50 @@
+/**
+ * Finishing jobs on PostgreSQL: a batch of outcomes in one statement, on the pool or on the
+ * caller's transaction client. A batch of plain successes takes the lighter `finish_succeeded`;
+ * any other batch `finish_jobs` (both in postgres-functions.ts). PostgresStorage delegates.
+ */
+import type { FinishParams, FinishResult } from '../../core/storage.js';
+import { query, type Prepared } from './postgres-db.js';
+import { safeText, validId, type Queryable } from './postgres-rows.js';
+
+export interface FinishStatements {
+  finish: Prepared;
+  finishSucceeded: Prepared;
+}
+
+/** `notify`: the NOTIFY channel and payload (the schema) for the wake-up of jobs due again now. */
+export async function finishJobs(on: Queryable, hot: FinishStatements, params: readonly FinishParams[], notify: [string, string]): Promise<FinishResult[]> {
+  const items = params.filter((f) => validId(f.id) !== null);
+  const applied = new Map<FinishParams, boolean>();
+  if (items.length > 0 && items.every(plainSuccess)) {
+    const rows = await query(on, 'finishJobs', hot.finishSucceeded, [items.map((f) => validId(f.id)), items.map((f) => f.leaseToken)]);
+    for (const r of rows) applied.set(items[Number(r.ord) - 1] as FinishParams, true);
+  } else if (items.length > 0) {
+    // Optional columns go as [] when no item has a value: unnest pads a shorter array with
+    // NULLs, which the statement reads as "none" / false.
+    const opt = <T>(f: (x: FinishParams) => T | null | undefined): (T | null)[] => {
+      const out = items.map((x) => f(x) ?? null);
+      return out.some((v) => v !== null && v !== false) ? out : [];
+    };
+    const args = [
+      items.map((f) => validId(f.id)), items.map((f) => f.leaseToken), items.map((f) => f.status),
+      opt((f) => f.runAfterMs ?? null), opt((f) => f.uncountAttempt === true),
+      opt((f) => f.error != null), opt((f) => safeText(f.error?.code)), opt((f) => safeText(f.error?.message)),
+      items.map((f) => f.attempt.outcome), opt((f) => safeText(f.attempt.error?.code)),
+      opt((f) => safeText(f.attempt.error?.message)), opt((f) => safeText(f.attempt.error?.stack)),
+      opt((f) => f.attempt.retryDelayMs ?? null), opt((f) => f.onlyIfExpired === true),
+      ...notify,
+    ];
+    const rows = await query(on, 'finishJobs', hot.finish, args);
+    for (const r of rows) applied.set(items[Number(r.ord) - 1] as FinishParams, true);
+  }
+  return params.map((f) => ({ id: f.id, applied: applied.get(f) ?? false }));
+}
+
+/** A finish that `finish_succeeded` lands exactly as `finish_jobs` would: a success and nothing else. */
+function plainSuccess(f: FinishParams): boolean {
+  return (
+    f.status === 'succeeded' && f.attempt.outcome === 'succeeded' && f.attempt.error == null && f.attempt.retryDelayMs == null &&
+    f.error == null && f.runAfterMs == null && f.uncountAttempt !== true && f.onlyIfExpired !== true
+  );
+}

@@ -1,0 +1,48 @@
+/**
+ * Claim, heartbeat and the sweeper's lookup of expired leases on PostgreSQL (insert:
+ * postgres-insert.ts, finish: postgres-finish.ts). Plain functions over the pool that
+ * PostgresStorage delegates to; the SQL is in postgres-sql-jobs.ts, the functions behind the
+ * prepared claim and heartbeat in postgres-functions.ts.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ClaimedJob, ClaimParams, ExpiredLease, HeartbeatParams, HeartbeatResult, LeaseRef } from '../../core/storage.js';
+import type { JobStatus } from '../../core/status.js';
+import { query, type Prepared } from './postgres-db.js';
+import { toClaimedJob, toExpiredLease, validId, type Queryable } from './postgres-rows.js';
+import type { jobsSql } from './postgres-sql-jobs.js';
+
+type JobsSql = ReturnType<typeof jobsSql>;
+
+export async function claimJobs(db: Queryable, claim: Prepared, p: ClaimParams): Promise<ClaimedJob[]> {
+  if (p.limit <= 0 || p.types.length === 0) return [];
+  // a fresh base per claim; each job's token is the base and its id (see claimWithBase).
+  // 128 bits in base64url: 22 characters where hex took 32, and a token is written three
+  // times per job (the claimed row, the attempt row and its key)
+  const base = randomBytes(16).toString('base64url');
+  const params = [p.workerId, [...p.types], p.queues ? [...p.queues] : null, p.limit, p.leaseMs, base];
+  const rows = (await query(db, 'claimJobs', claim, params)) as unknown as unknown[][];
+  return rows.map((r) => toClaimedJob(r, p.workerId, base));
+}
+
+export async function heartbeat(db: Queryable, beat: Prepared, sql: JobsSql, p: HeartbeatParams): Promise<HeartbeatResult> {
+  const valid = p.leases.filter((l) => validId(l.id) !== null);
+  const lost = new Set<LeaseRef>(p.leases.filter((l) => validId(l.id) === null));
+  const status = new Map<string, JobStatus>();
+  if (valid.length > 0) {
+    const rows = await query(db, 'heartbeat', beat, [valid.map((l) => validId(l.id)), valid.map((l) => l.leaseToken), p.leaseMs]);
+    const extended = new Set(rows.map((r) => Number(r.ord) - 1));
+    const lostValid = valid.filter((_, i) => !extended.has(i));
+    for (const l of lostValid) lost.add(l);
+    if (lostValid.length > 0) {
+      for (const r of await query(db, 'heartbeat', sql.statuses, [lostValid.map((l) => validId(l.id))])) status.set(String(r.id), r.status as JobStatus);
+    }
+  }
+  // in input order; a job that is gone reports null
+  return { lost: p.leases.filter((l) => lost.has(l)).map((l) => ({ id: l.id, status: status.get(validId(l.id) ?? '') ?? null })) };
+}
+
+export async function findExpiredLeases(db: Queryable, sql: JobsSql, p: { limit: number }): Promise<ExpiredLease[]> {
+  if (p.limit <= 0) return [];
+  const rows = await query(db, 'findExpiredLeases', sql.findExpired, [p.limit]);
+  return rows.map(toExpiredLease);
+}
