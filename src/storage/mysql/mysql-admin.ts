@@ -5,7 +5,7 @@
 import { SchemaTooNewError, TransientStorageError } from '../../core/errors.js';
 import type { EffectParams, EffectReservation, JobRow, MigrateResult, PruneParams } from '../../core/storage.js';
 import type { Leased, Queryable } from './mysql-db.js';
-import { exec, fromJsonText, micros, run, toJobRow, toJsonText } from './mysql-db.js';
+import { exec, fromJsonText, micros, parseUtc, run, toJobRow, toJsonText } from './mysql-db.js';
 import { LATEST_MYSQL_VERSION, LEDGER_DDL, MYSQL_MIGRATIONS, checkServerVersion, renderDdl } from './mysql-migrations.js';
 import type { MysqlSql } from './mysql-sql.js';
 
@@ -74,12 +74,14 @@ export async function cancelJobOn(c: Queryable, sql: MysqlSql, id: bigint): Prom
   const message = 'cancelled by an operator';
   const res = await exec(c, sql.cancelJob, [message, id]);
   const applied = res.affectedRows > 0;
-  if (applied && prev.status === 'running' && prev.lease_token !== null) {
-    // started_at as the text read (exact to the µs), as the finish passes it
-    const row = [id, Number(prev.attempts), String(prev.locked_by), String(prev.lease_token), String(prev.started_at)];
+  const after = await run(c, sql.jobById, [id]);
+  if (applied && after[0] && prev.status === 'running' && prev.lease_token !== null) {
+    // started_at as the text read (exact to the µs), ended when the job row says, as a finish writes it
+    const started = String(prev.started_at);
+    const ended = String(after[0].finished_at);
+    const row = [id, Number(prev.attempts), String(prev.locked_by), String(prev.lease_token), started, ended, parseUtc(ended).getTime() - parseUtc(started).getTime()];
     await exec(c, sql.insertAttempts(1), [...row, 'cancelled', 'CANCELLED', message, null, null]);
   }
-  const after = await run(c, sql.jobById, [id]);
   return { job: after[0] ? toJobRow(after[0]) : null, applied };
 }
 

@@ -20,7 +20,7 @@
  */
 import type { FinishParams, FinishResult } from '../../core/storage.js';
 import type { Queryable, ResultHeader, Row } from './mysql-db.js';
-import { idParam, micros, run } from './mysql-db.js';
+import { idParam, micros, parseUtc, run } from './mysql-db.js';
 import type { Stmt } from './mysql-tx.js';
 import { runLast } from './mysql-tx.js';
 import type { MysqlSql } from './mysql-sql.js';
@@ -49,6 +49,12 @@ interface Landed extends Landing {
   running: { attempt: number; worker: string; startedAt: string };
 }
 
+/** What the lock read let through, and the finish's now (the database's, as DATETIME(6) text). */
+interface Fenced {
+  landed: Landed[];
+  now: string;
+}
+
 function landingOf(index: number, id: bigint, f: FinishParams): Landing {
   const err = f.attempt.error ?? null;
   const terminal = f.status === 'succeeded' || f.status === 'dead' || f.status === 'cancelled';
@@ -71,10 +77,10 @@ export async function finishOn(c: Queryable, sql: MysqlSql, items: readonly Fini
     if (id !== null && id <= MAX_ID && f.leaseToken.length <= MAX_TOKEN) candidates.push(landingOf(i, id, f));
   });
   if (candidates.length === 0) return results;
-  const landing = await lockAndFence(c, sql, items, candidates);
+  const { landed: landing, now } = await lockAndFence(c, sql, items, candidates);
   if (landing.length === 0) return results;
-  const jobStmts = jobStatements(sql, landing);
-  const done = await runLast(c, [...jobStmts, attemptStatement(sql, landing)]);
+  const jobStmts = jobStatements(sql, landing, now);
+  const done = await runLast(c, [...jobStmts, attemptStatement(sql, landing, now)]);
   const finished = done.slice(0, jobStmts.length).reduce((n: number, r) => n + (r as ResultHeader).affectedRows, 0);
   // the rows were locked by the lock read, so the fenced UPDATEs land exactly the items it chose
   if (finished !== landing.length) throw new Error(`mysql finishJobs: ${finished} of ${landing.length} locked jobs finished`);
@@ -83,9 +89,10 @@ export async function finishOn(c: Queryable, sql: MysqlSql, items: readonly Fini
 }
 
 /** Lock the candidates' jobs in id order; the items that land, in input order. */
-async function lockAndFence(c: Queryable, sql: MysqlSql, items: readonly FinishParams[], candidates: readonly Landing[]): Promise<Landed[]> {
+async function lockAndFence(c: Queryable, sql: MysqlSql, items: readonly FinishParams[], candidates: readonly Landing[]): Promise<Fenced> {
   const state = new Map<bigint, Row>();
-  for (const r of await run(c, sql.finishLock, [[...new Set(candidates.map((l) => l.id))]])) state.set(BigInt(String(r.id)), r);
+  const rows = await run(c, sql.finishLock, [[...new Set(candidates.map((l) => l.id))]]);
+  for (const r of rows) state.set(BigInt(String(r.id)), r);
   const landed: Landed[] = [];
   for (const l of candidates) {
     const r = state.get(l.id);
@@ -95,7 +102,7 @@ async function lockAndFence(c: Queryable, sql: MysqlSql, items: readonly FinishP
     state.delete(l.id);
     landed.push({ ...l, running: { attempt: Number(r.attempts), worker: String(r.locked_by), startedAt: String(r.started_at) } });
   }
-  return landed;
+  return { landed, now: String(rows[0]?.db_now) };
 }
 
 /** Items sharing the same values, largest group first. */
@@ -119,22 +126,24 @@ function jsonBatch(rest: readonly Landing[]): string {
   );
 }
 
-/** Step 2: the job rows' UPDATEs. */
-function jobStatements(sql: MysqlSql, landing: readonly Landing[]): Stmt[] {
+/** Step 2: the job rows' UPDATEs, at the finish's `now`. */
+function jobStatements(sql: MysqlSql, landing: readonly Landing[], now: string): Stmt[] {
   const groups = groupsBy(landing, (l) => l.job);
   const stmts: Stmt[] = groups.slice(0, GROUPED).map((g) => {
     const [s, f, x, r, u, e, ec, em] = g[0]!.job;
-    return { sql: sql.finishGroup, values: [s, f, r, u, e, ec, e, em, g.map((l) => l.id), g.map((l) => [l.id, l.token]), x] };
+    return { sql: sql.finishGroup, values: [s, f, now, now, now, r, u, e, ec, e, em, g.map((l) => l.id), g.map((l) => [l.id, l.token]), x] };
   });
   const rest = groups.slice(GROUPED).flat();
-  if (rest.length > 0) stmts.push({ sql: sql.finishJobs, values: [jsonBatch(rest)] });
+  if (rest.length > 0) stmts.push({ sql: sql.finishJobs, values: [jsonBatch(rest), now, now, now] });
   return stmts;
 }
 
 /** Step 3: the attempt rows' INSERT, one row per landed item, values in ATTEMPT_ROW's order. */
-function attemptStatement(sql: MysqlSql, landed: readonly Landed[]): Stmt {
+function attemptStatement(sql: MysqlSql, landed: readonly Landed[], now: string): Stmt {
+  // whole ms between the ms-truncated times: what `finishedAt - startedAt` of the Dates read back gives
+  const endMs = parseUtc(now).getTime();
   return {
     sql: sql.insertAttempts(landed.length),
-    values: landed.flatMap(({ id, token, running: r, attempt }) => [id, r.attempt, r.worker, token, r.startedAt, ...attempt]),
+    values: landed.flatMap(({ id, token, running: r, attempt }) => [id, r.attempt, r.worker, token, r.startedAt, now, endMs - parseUtc(r.startedAt).getTime(), ...attempt]),
   };
 }

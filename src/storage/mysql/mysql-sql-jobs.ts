@@ -51,11 +51,14 @@ const FINISH_ITEMS = `JSON_TABLE(?, '$[*]' COLUMNS (
 
 /**
  * One attempt row of `insertAttempts`: job_id, attempt, worker, lease token, started_at (the
- * lock read's text, exact to the µs), then finished_at = the statement's now and the duration
- * from those two columns as just set (a VALUES expression may read columns set earlier in its
- * row), then outcome, error code, message, stack, retry delay.
+ * lock read's text, exact to the µs), finished_at (the finish's now, read under the row lock, as
+ * text) and the duration in whole ms between the two ms-truncated times (so it equals
+ * `finishedAt - startedAt` as the Dates read back show them), then outcome, error code,
+ * message, stack, retry delay. All given: the same duration as an expression over the row's
+ * columns cost the server about a quarter of the insert (31 against 23 µs per row, 250-row
+ * batches on MariaDB 10.11).
  */
-const ATTEMPT_ROW = `(?, ?, ?, ?, ?, ${NOW}, ${msSinceEpoch2000('finished_at')} - ${msSinceEpoch2000('started_at')}, ?, ?, ?, ?, ?)`;
+const ATTEMPT_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 
 /*
  * Row constructors `(id, lease_token) IN ((…), …)` come with a plain `id IN (…)`: on its own the
@@ -155,27 +158,28 @@ export function mysqlJobSql(prefix: string) {
 
     // ---- finish ----------------------------------------------------------------------------
     /** Fenced finish of jobs that all end the same way: one set of values, many (id, lease_token). */
-    finishGroup: `-- leasehold finishJobs: fenced finish of jobs ending the same way (id + lease_token + running)
+    finishGroup: `-- leasehold finishJobs: fenced finish of jobs ending the same way (id + lease_token + running), at the finish's now
       UPDATE ${jobs} SET status = ?, locked_by = NULL, lease_token = NULL, locked_until = NULL,
-        finished_at = IF(? = 1, ${NOW}, NULL), updated_at = ${NOW},
-        run_at = COALESCE(${NOW} + INTERVAL ? MICROSECOND, run_at),
+        finished_at = IF(? = 1, CAST(? AS DATETIME(6)), NULL), updated_at = CAST(? AS DATETIME(6)),
+        run_at = COALESCE(CAST(? AS DATETIME(6)) + INTERVAL ? MICROSECOND, run_at),
         attempts = IF(? = 1, GREATEST(attempts - 1, 0), attempts),
         last_error_code = IF(? = 1, ?, last_error_code), last_error = IF(? = 1, ?, last_error)
       WHERE id IN (?) AND (id, lease_token) IN (?) AND status = 'running' AND (? = 0 OR locked_until < ${NOW})`,
     /**
      * Lock a finish batch's jobs in id order (no deadlock between batches) and read what the fence
      * needs, and what the attempt row of each lease that lands is made of (the job row holds the
-     * running attempt: worker, number, start).
+     * running attempt: worker, number, start); `db_now` is the finish's time, written as the
+     * job's and the attempt's finished_at.
      */
     finishLock: `-- leasehold finishJobs: lock the batch's jobs in id order and read their lease and running attempt
-      SELECT id, lease_token, status, locked_until < ${NOW} AS expired, locked_by, attempts, started_at
+      SELECT id, lease_token, status, locked_until < ${NOW} AS expired, locked_by, attempts, started_at, ${NOW} AS db_now
       FROM ${jobs} WHERE id IN (?) ORDER BY id FOR UPDATE`,
     /** Fenced finish of every item in the JSON batch, each its own way: status, run_at, attempts, error, lease cleared. */
-    finishJobs: `-- leasehold finishJobs: fenced finish of jobs ending in different ways (id + lease_token + running)
+    finishJobs: `-- leasehold finishJobs: fenced finish of jobs ending in different ways (id + lease_token + running), at the finish's now
       UPDATE ${FINISH_ITEMS} STRAIGHT_JOIN ${jobs} j ON j.id = v.id
       SET j.status = v.status, j.locked_by = NULL, j.lease_token = NULL, j.locked_until = NULL,
-        j.finished_at = IF(v.terminal = 1, ${NOW}, NULL), j.updated_at = ${NOW},
-        j.run_at = IF(v.run_after IS NULL, j.run_at, ${NOW} + INTERVAL v.run_after MICROSECOND),
+        j.finished_at = IF(v.terminal = 1, CAST(? AS DATETIME(6)), NULL), j.updated_at = CAST(? AS DATETIME(6)),
+        j.run_at = IF(v.run_after IS NULL, j.run_at, CAST(? AS DATETIME(6)) + INTERVAL v.run_after MICROSECOND),
         j.attempts = IF(v.uncount = 1, GREATEST(j.attempts - 1, 0), j.attempts),
         j.last_error_code = IF(v.has_error = 1, v.error_code, j.last_error_code),
         j.last_error = IF(v.has_error = 1, v.error_message, j.last_error)
