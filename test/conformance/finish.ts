@@ -30,6 +30,7 @@ export function finishTests(h: ConformanceHarness): void {
       const [a] = await s.listAttempts(c.id);
       assert.equal(a!.outcome, 'succeeded');
       assertBetween(a!.finishedAt!.getTime(), t0, t1, 'attempt finishedAt');
+      assert.equal(a!.finishedAt!.getTime(), j.finishedAt!.getTime(), 'the attempt ends when the job does');
       assert.equal(a!.durationMs, a!.finishedAt!.getTime() - a!.startedAt.getTime());
       assert.ok(a!.durationMs! >= 20, `duration ${a!.durationMs} covers the 25 ms sleep`);
       assert.equal(a!.errorCode, null);
