@@ -1,53 +1,27 @@
 /**
  * `Storage` on MySQL 8.0.4+ / MariaDB 10.6+ through mysql2/promise. Semantics are the contract
  * in core/storage.ts; SQL is in mysql-sql.ts, the write paths in mysql-jobs.ts and
- * mysql-admin.ts. Times are UTC_TIMESTAMP(6) in DATETIME(6) columns, independent of the
- * session or server time zone.
+ * mysql-admin.ts, the reads in mysql-listing.ts. Times are UTC_TIMESTAMP(6) in DATETIME(6)
+ * columns, independent of the session or server time zone.
  */
 import mysql from 'mysql2/promise';
 import { ValidationError } from '../../core/errors.js';
 import type {
-  AttemptRow,
-  Capabilities,
-  ClaimParams,
-  ClaimedJob,
-  EffectParams,
-  EffectReservation,
-  EffectRow,
-  ExpiredLease,
-  FinishParams,
-  FinishResult,
-  HeartbeatParams,
-  HeartbeatResult,
-  InsertResult,
-  JobCount,
-  JobQuery,
-  JobRow,
-  MigrateResult,
-  NewJob,
-  PruneParams,
-  Storage,
-  WorkerInfo,
-  WorkerRow,
+  AttemptRow, Capabilities, ClaimParams, ClaimedJob, EffectParams, EffectReservation, EffectRow, ExpiredLease,
+  FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, JobQuery, JobRow,
+  MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
 } from '../../core/storage.js';
-import type { JobStatus } from '../../core/status.js';
-import {
-  cancelJobOn,
-  completeEffectOn,
-  migrateOn,
-  pruneOn,
-  readSchemaVersion,
-  reserveEffectOn,
-  retryJobOn,
-} from './mysql-admin.js';
+import { cancelJobOn, completeEffectOn, migrateOn, pruneOn, readSchemaVersion, reserveEffectOn, retryJobOn } from './mysql-admin.js';
 import type { PoolLike, Queryable } from './mysql-db.js';
-import { callerTx, createPool, exec, idParam, micros, parseUtc, run, toAttemptRow, toEffectRow, toJobRow, toWorkerRow } from './mysql-db.js';
+import { callerTx, createPool, exec, idParam, micros, parseUtc, run, toWorkerRow } from './mysql-db.js';
 import { inAutocommit, inTransaction } from './mysql-tx.js';
 import { toStorageError, withRetry } from './mysql-errors.js';
 import { finishOn } from './mysql-finish.js';
 import type { MysqlFeatures } from './mysql-insert.js';
 import { featuresOf, insertJobsOn, isSingleStatement, prepareInsert } from './mysql-insert.js';
 import { claimOn, heartbeatOn } from './mysql-jobs.js';
+import * as listing from './mysql-listing.js';
+import type { RunOne } from './mysql-listing.js';
 import type { MysqlSql } from './mysql-sql.js';
 import { mysqlSql } from './mysql-sql.js';
 import * as sched from './mysql-schedules.js';
@@ -100,9 +74,7 @@ export class MysqlStorage implements Storage {
   }
 
   /** A single statement (read or idempotent write) on the pool, retried on lock or connection errors. */
-  private one<T>(what: string, fn: (c: Queryable) => Promise<T>): Promise<T> {
-    return withRetry(what, () => fn(this.pool), true);
-  }
+  private readonly one: RunOne = (what, fn) => withRetry(what, () => fn(this.pool), true);
 
   async migrate(): Promise<MigrateResult> {
     return withRetry(
@@ -194,60 +166,26 @@ export class MysqlStorage implements Storage {
     return this.tx('finishJobs', (c) => finishOn(c, this.sql, params), true);
   }
 
-  async findExpiredLeases(params: { limit: number }): Promise<ExpiredLease[]> {
-    if (params.limit <= 0) return [];
-    const rows = await this.one('findExpiredLeases', (c) => run(c, this.sql.expiredLeases, [params.limit]));
-    return rows.map((r) => ({
-      id: String(r.id),
-      type: String(r.type),
-      leaseToken: String(r.lease_token),
-      lockedBy: r.locked_by === null ? null : String(r.locked_by),
-      attempts: Number(r.attempts),
-      maxAttempts: Number(r.max_attempts),
-    }));
+  // ---- admin and listing: reads in mysql-listing.ts, writes in mysql-admin.ts -----------------
+
+  findExpiredLeases(params: { limit: number }): Promise<ExpiredLease[]> {
+    return listing.findExpiredLeases(this.one, this.sql, params);
   }
 
-  async getJob(id: string): Promise<JobRow | null> {
-    const idp = idParam(id);
-    if (idp === null) return null;
-    const rows = await this.one('getJob', (c) => run(c, this.sql.jobById, [idp]));
-    return rows[0] ? toJobRow(rows[0]) : null;
+  getJob(id: string): Promise<JobRow | null> {
+    return listing.getJob(this.one, this.sql, id);
   }
 
-  async listJobs(query: JobQuery): Promise<JobRow[]> {
-    const filters: [string, unknown][] = [];
-    if (query.status !== undefined) filters.push(['status = ?', query.status]);
-    if (query.queue !== undefined) filters.push(['queue = ?', query.queue]);
-    if (query.type !== undefined) filters.push(['type = ?', query.type]);
-    if (query.beforeId !== undefined) {
-      const before = idParam(query.beforeId);
-      if (before === null) return [];
-      filters.push(['id < ?', before]);
-    }
-    const where = filters.map((f) => f[0]);
-    const values = filters.map((f) => f[1]);
-    if (query.limit <= 0) return [];
-    values.push(query.limit);
-    const rows = await this.one('listJobs', (c) => run(c, this.sql.listJobs(where), values));
-    return rows.map(toJobRow);
+  listJobs(query: JobQuery): Promise<JobRow[]> {
+    return listing.listJobs(this.one, this.sql, query);
   }
 
-  async countJobs(): Promise<JobCount[]> {
-    const rows = await this.one('countJobs', (c) => run(c, this.sql.countJobs));
-    return rows.map((r) => ({
-      queue: String(r.queue),
-      type: String(r.type),
-      status: String(r.status) as JobStatus,
-      count: Number(r.n),
-      due: Number(r.due ?? 0),
-    }));
+  countJobs(): Promise<JobCount[]> {
+    return listing.countJobs(this.one, this.sql);
   }
 
-  async listAttempts(jobId: string): Promise<AttemptRow[]> {
-    const idp = idParam(jobId);
-    if (idp === null) return [];
-    const rows = await this.one('listAttempts', (c) => run(c, this.sql.listAttempts, [idp, idp]));
-    return rows.map(toAttemptRow);
+  listAttempts(jobId: string): Promise<AttemptRow[]> {
+    return listing.listAttempts(this.one, this.sql, jobId);
   }
 
   async retryJob(id: string): Promise<{ job: JobRow | null; applied: boolean }> {
@@ -280,22 +218,12 @@ export class MysqlStorage implements Storage {
     return this.tx('completeEffect', (c) => completeEffectOn(c, this.sql, params, jobId));
   }
 
-  async listEffects(params: { jobId?: string; limit: number }): Promise<EffectRow[]> {
-    if (params.limit <= 0) return [];
-    const values: unknown[] = [];
-    if (params.jobId !== undefined) {
-      const idp = idParam(params.jobId);
-      if (idp === null) return [];
-      values.push(idp);
-    }
-    values.push(params.limit);
-    const rows = await this.one('listEffects', (c) => run(c, this.sql.listEffects(params.jobId !== undefined), values));
-    return rows.map(toEffectRow);
+  listEffects(params: { jobId?: string; limit: number }): Promise<EffectRow[]> {
+    return listing.listEffects(this.one, this.sql, params);
   }
 
-  async countEffects(): Promise<number> {
-    const rows = await this.one('countEffects', (c) => run(c, this.sql.countEffects));
-    return Number(rows[0]?.n ?? 0);
+  countEffects(): Promise<number> {
+    return listing.countEffects(this.one, this.sql);
   }
 
   // ---- workers -------------------------------------------------------------------------------
