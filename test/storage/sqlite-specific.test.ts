@@ -6,11 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { createRequire } from 'node:module';
 import Database from 'better-sqlite3';
 import { NotSupportedError, SchemaTooNewError, TransientStorageError } from '../../src/core/errors.js';
 import type { NewJob } from '../../src/core/storage.js';
@@ -19,6 +22,7 @@ import { withPrefix } from '../../src/storage/sqlite/sqlite-migrations.js';
 import { MIGRATIONS_SQL } from '../../src/storage/sqlite/sqlite-sql.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
 const CHILD = path.join(here, 'fixtures', 'sqlite-child.ts');
 
 const dirs: string[] = [];
@@ -66,7 +70,7 @@ function child(args: string[]): Child {
 }
 
 describe('sqlite adapter specifics', () => {
-  it('puts the file in WAL mode with the configured busy timeout', async () => {
+  it('puts the file in WAL mode', async () => {
     const file = tempFile();
     const s = sqliteStorage({ path: file, busyTimeoutMs: 1234 });
     await s.migrate();
@@ -137,6 +141,32 @@ describe('sqlite adapter specifics', () => {
       assert.equal(attempts.length, 1);
       assert.equal(attempts[0]?.workerId, owner.get(id));
     }
+    await s.close();
+  });
+
+  it('a write waits while another connection holds the write lock, and lands once it is released', async () => {
+    const file = tempFile();
+    const s = sqliteStorage({ path: file, busyTimeoutMs: 5_000 });
+    await s.migrate();
+    // another thread takes the write lock and keeps it for 150 ms (this thread's waits are synchronous)
+    const holder = new Worker(
+      `const Database = require(${JSON.stringify(require.resolve('better-sqlite3'))});
+       const { parentPort, workerData } = require('node:worker_threads');
+       const db = new Database(workerData);
+       db.exec('BEGIN IMMEDIATE');
+       parentPort.postMessage('locked');
+       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 150);
+       db.exec('ROLLBACK');
+       db.close();`,
+      { eval: true, workerData: file },
+    );
+    await once(holder, 'message');
+    const t0 = Date.now();
+    assert.equal((await s.insertJobs([job('waits')])).length, 1);
+    const waited = Date.now() - t0;
+    assert.ok(waited >= 100, `waited for the lock (${waited} ms)`);
+    assert.ok(waited < 2_000, `and took it soon after its release (${waited} ms)`);
+    await once(holder, 'exit');
     await s.close();
   });
 
