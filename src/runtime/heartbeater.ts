@@ -21,6 +21,7 @@ export interface HeldLease {
 
 export class Heartbeater {
   #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
   #failing = false;
 
   constructor(
@@ -40,14 +41,17 @@ export class Heartbeater {
     const every = this.every;
     const loop = async () => {
       await this.beat([...this.held()]);
+      // a beat still out when stop() came goes no further: no worker heartbeat, no next beat
+      if (this.#stopped) return;
       // the worker's own heartbeat: not waited for past the next beat if it does not answer
       await settlesBy(this.onTick(), Date.now() + every);
-      this.#timer = setTimeout(loop, every);
+      if (!this.#stopped) this.#timer = setTimeout(loop, every);
     };
     this.#timer = setTimeout(loop, every);
   }
 
   stop(): void {
+    this.#stopped = true;
     clearTimeout(this.#timer);
   }
 

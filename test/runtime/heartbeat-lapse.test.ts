@@ -67,4 +67,24 @@ describe('leases that cannot be renewed (memory)', () => {
       assert.ok(h.log.count('heartbeat.recovered') > recoveredBefore, 'the recovery is logged');
     });
   }
+
+  test('a renewal still out when the worker stops does not start the heartbeat loop again', async () => {
+    let hang = false;
+    let inFlight = 0;
+    let workerBeats = 0;
+    const hanging = overriding(h.storage, 'heartbeat', (heartbeat) => (p) => (hang ? (inFlight++, new Promise(() => {})) : heartbeat(p)));
+    const storage = overriding(hanging, 'heartbeatWorker', (beat) => (id) => (workerBeats++, beat(id)));
+    const def = defineJob({ type: 'lapse-stop', maxAttempts: 5, timeoutMs: 60_000, handler: (_p, ctx) => new Promise<void>((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true })) });
+    const { client, worker } = await h.serve([def], { storage, leaseMs: LEASE_MS, concurrency: 1, shutdownDeadlineMs: 50 });
+    const job = await client.enqueue('lapse-stop', {});
+    await h.waitStatus(job.id, 'running');
+    hang = true;
+    await waitFor(() => inFlight > 0, 3_000, 'a renewal to be out');
+    await worker.stop();
+    const after = workerBeats;
+    // the renewal gives up at the lease's lapse; a loop started again would beat every 100 ms
+    await new Promise((r) => setTimeout(r, LEASE_MS * 4));
+    assert.equal(workerBeats, after, 'no heartbeat after stop()');
+  });
 });
+
