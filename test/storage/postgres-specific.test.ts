@@ -1,197 +1,21 @@
 /**
- * What only the PostgreSQL adapter has to prove: concurrent migrators, the schema-too-new
- * guard, schema-name validation, enqueue and finish inside the caller's transaction (issue 3),
- * NOTIFY on commit only, subscribe() wake-ups that survive a killed listener, the claim and the
- * sweep served by their partial indexes on a realistic table and, through the hot-path functions,
- * on a table without statistics; attempt rows of an earlier version closed in place; NUL-safe error text, and dropped
- * connections classified as transient and replaced.
+ * What only the PostgreSQL adapter has to prove about its claim and finish SQL: the claim and
+ * the sweep served by their partial indexes on a realistic table and, through the hot-path
+ * functions, on a table without statistics; successes and heartbeats locking in one order;
+ * attempt rows of an earlier version closed in place; lease tokens, with the previous
+ * version's claim still working; and NUL-safe error text.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { after, describe, it } from 'node:test';
-import pg from 'pg';
-import { SchemaTooNewError, TransientStorageError, ValidationError } from '../../src/core/errors.js';
-import type { NewJob } from '../../src/core/storage.js';
-import { NOTIFY_CHANNEL, POSTGRES_SCHEMA_VERSION, PostgresStorage, postgresStorage, quoteSchema } from '../../src/storage/postgres/index.js';
+import { describe, it } from 'node:test';
+import { quoteSchema } from '../../src/storage/postgres/index.js';
 import { jobsSql } from '../../src/storage/postgres/postgres-sql-jobs.js';
 import { serverFor } from '../support/databases.js';
+import { job, postgresFixtures } from './postgres-support.js';
 
-const url = await serverFor('postgres', 'postgres specific');
+const url = await serverFor('postgres', 'postgres specific: claim and finish');
 
-function job(type: string, over: Partial<NewJob> = {}): NewJob {
-  return { queue: 'default', type, payload: { n: 1 }, priority: 0, runAfterMs: 0, maxAttempts: 3, idempotencyKey: null, timeoutMs: 60_000, maxRuntimeMs: 600_000, ...over };
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-describe('postgres specific', { skip: url === null }, () => {
-  const made: PostgresStorage[] = [];
-  const schemas: string[] = [];
-  const clients: pg.Client[] = [];
-
-  function fresh(schema = `lh_t_${randomBytes(6).toString('hex')}`): PostgresStorage {
-    if (!schemas.includes(schema)) schemas.push(schema);
-    const s = postgresStorage({ connectionString: url as string, schema, poolSize: 3 });
-    made.push(s);
-    return s;
-  }
-
-  async function client(): Promise<pg.Client> {
-    const c = new pg.Client({ connectionString: url as string });
-    c.on('error', () => {});
-    await c.connect();
-    clients.push(c);
-    return c;
-  }
-
-  after(async () => {
-    for (const s of made) await s.close();
-    const admin = await client();
-    for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    for (const c of clients) await c.end().catch(() => {});
-  });
-
-  it('two concurrent migrate() calls on a fresh schema both succeed, each version applied once', async () => {
-    const a = fresh();
-    const b = fresh(a.schema);
-    const [ra, rb] = await Promise.all([a.migrate(), b.migrate()]);
-    const applied = [...ra.applied, ...rb.applied].map((m) => m.version).sort((x, y) => x - y);
-    assert.deepEqual(applied, Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, i) => i + 1));
-    assert.equal(ra.to, POSTGRES_SCHEMA_VERSION);
-    assert.equal(rb.to, POSTGRES_SCHEMA_VERSION);
-    const c = await client();
-    const { rows } = await c.query(`SELECT version, count(*)::int AS n FROM "${a.schema}".migrations GROUP BY version ORDER BY version`);
-    assert.deepEqual(rows.map((r) => [r.version, r.n]), applied.map((v) => [v, 1]));
-    assert.equal(await a.schemaVersion(), POSTGRES_SCHEMA_VERSION);
-    assert.deepEqual((await a.migrate()).applied, []);
-  });
-
-  it('schemaVersion() is 0 before migrating', async () => {
-    assert.equal(await fresh().schemaVersion(), 0);
-  });
-
-  it('a ledger newer than the code → SchemaTooNewError, nothing changed', async () => {
-    const s = fresh();
-    await s.migrate();
-    const c = await client();
-    await c.query(`INSERT INTO "${s.schema}".migrations (version, name) VALUES ($1, 'from the future')`, [POSTGRES_SCHEMA_VERSION + 1]);
-    await assert.rejects(fresh(s.schema).migrate(), SchemaTooNewError);
-    assert.equal(await s.schemaVersion(), POSTGRES_SCHEMA_VERSION + 1);
-  });
-
-  it('rejects schema names that are not plain identifiers', () => {
-    for (const bad of ['Leasehold', 'a-b', '1abc', 'x"; DROP TABLE jobs; --', '', 'a'.repeat(64)]) {
-      assert.throws(() => postgresStorage({ connectionString: url as string, schema: bad }), ValidationError, bad);
-    }
-    assert.equal(quoteSchema('lh_1'), '"lh_1"');
-  });
-
-  it('transactional enqueue: rolled back → no job; committed → the job exists', async () => {
-    const s = fresh();
-    await s.migrate();
-    const c = await client();
-    await c.query('BEGIN');
-    const [rolled] = await s.insertJobs([job('tx-rollback')], { tx: c });
-    assert.ok(rolled?.created);
-    await c.query('ROLLBACK');
-    assert.equal(await s.getJob(rolled.job.id), null);
-
-    await c.query('BEGIN');
-    const [kept] = await s.insertJobs([job('tx-commit')], { tx: c });
-    assert.ok(kept);
-    assert.equal(await s.getJob(kept.job.id), null, 'invisible to others before COMMIT');
-    await c.query('COMMIT');
-    assert.equal((await s.getJob(kept.job.id))?.status, 'queued');
-  });
-
-  it('transactional finish: the fenced finish lands iff the caller commits', async () => {
-    const s = fresh();
-    await s.migrate();
-    await s.insertJobs([job('tx-finish')]);
-    const [claimed] = await s.claimJobs({ workerId: 'w', types: ['tx-finish'], queues: null, limit: 1, leaseMs: 30_000 });
-    assert.ok(claimed);
-    const c = await client();
-    const fin = { id: claimed.id, leaseToken: claimed.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } };
-    await c.query('BEGIN');
-    assert.deepEqual(await s.finishJobs([fin], { tx: c }), [{ id: claimed.id, applied: true }]);
-    await c.query('ROLLBACK');
-    assert.equal((await s.getJob(claimed.id))?.status, 'running');
-    await c.query('BEGIN');
-    assert.deepEqual(await s.finishJobs([fin], { tx: c }), [{ id: claimed.id, applied: true }]);
-    await c.query('COMMIT');
-    assert.equal((await s.getJob(claimed.id))?.status, 'succeeded');
-    assert.equal((await s.listAttempts(claimed.id))[0]?.outcome, 'succeeded');
-  });
-
-  it('tx must be a client, not a pool or something else', async () => {
-    const s = fresh();
-    await s.migrate();
-    await assert.rejects(s.insertJobs([job('x')], { tx: s.pool }), ValidationError);
-    await assert.rejects(s.insertJobs([job('x')], { tx: {} }), ValidationError);
-  });
-
-  it('an insert of a due job notifies on commit, a rolled-back one never', async () => {
-    const s = fresh();
-    await s.migrate();
-    const listener = await client();
-    const got: (string | undefined)[] = [];
-    listener.on('notification', (n) => {
-      if (n.channel === NOTIFY_CHANNEL && n.payload === s.schema) got.push(n.payload);
-    });
-    await listener.query(`LISTEN ${NOTIFY_CHANNEL}`);
-    const c = await client();
-    await c.query('BEGIN');
-    await s.insertJobs([job('n')], { tx: c });
-    await c.query('ROLLBACK');
-    await s.insertJobs([job('n', { runAfterMs: 60_000 })]);
-    await sleep(100);
-    assert.equal(got.length, 0, 'no notification for a rollback or a job due later');
-    await s.insertJobs([job('n'), job('n')]);
-    await sleep(100);
-    assert.equal(got.length, 1, 'one notification per committed insert of due jobs');
-  });
-
-  it('subscribe: wakes on enqueue and retry from another connection, reconnects after the listener is killed', async () => {
-    const appName = `lh_test_${randomBytes(4).toString('hex')}`;
-    const pool = new pg.Pool({ connectionString: url as string, application_name: appName, max: 2 });
-    pool.on('error', () => {});
-    const s = postgresStorage({ pool, schema: `lh_t_${randomBytes(6).toString('hex')}` });
-    made.push(s);
-    schemas.push(s.schema);
-    await s.migrate();
-    const other = fresh(s.schema);
-    let wakes = 0;
-    const unsubscribe = await s.subscribe(() => (wakes += 1));
-    const waitFor = async (n: number, what: string) => {
-      for (let i = 0; i < 100 && wakes < n; i++) await sleep(20);
-      assert.ok(wakes >= n, `${what}: ${wakes} wake-ups, expected >= ${n}`);
-    };
-    await other.insertJobs([job('sub')]);
-    await waitFor(1, 'enqueue');
-    const [c] = await other.claimJobs({ workerId: 'w', types: ['sub'], queues: null, limit: 1, leaseMs: 30_000 });
-    await other.finishJobs([{ id: c!.id, leaseToken: c!.leaseToken, status: 'dead', attempt: { outcome: 'dead' } }]);
-    const before = wakes;
-    await other.retryJob(c!.id);
-    await waitFor(before + 1, 'retry');
-
-    const killer = await client();
-    const killed = await killer.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [`${appName}-listener`]);
-    assert.equal(killed.rowCount, 1, 'one listener connection');
-    const afterKill = wakes;
-    await waitFor(afterKill + 1, 'catch-up wake after reconnecting');
-    const reconnected = wakes;
-    await other.insertJobs([job('sub')]);
-    await waitFor(reconnected + 1, 'enqueue after reconnect');
-
-    await unsubscribe();
-    const done = wakes;
-    await other.insertJobs([job('sub')]);
-    await sleep(150);
-    assert.equal(wakes, done, 'no wake-ups after unsubscribe');
-    const left = await killer.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [`${appName}-listener`]);
-    assert.equal(left.rows[0]?.n, 0, 'the listener connection is closed');
-    await pool.end();
-  });
+describe('postgres specific: claim and finish', { skip: url === null }, () => {
+  const { fresh, client } = postgresFixtures(url);
 
   it('the claim is served by the partial due index on a table full of finished rows', async () => {
     const s = fresh();
@@ -350,26 +174,5 @@ describe('postgres specific', { skip: url === null }, () => {
     const j = await s.getJob(c.id);
     assert.equal(j?.lastError, 'bad\uFFFDbyte');
     assert.equal((await s.listAttempts(c.id))[0]?.errorStack, 'at\uFFFDx');
-  });
-
-  it('a dropped connection is reported as TransientStorageError, and the pool replaces it', async () => {
-    const s = postgresStorage({ connectionString: url as string, schema: `lh_t_${randomBytes(6).toString('hex')}`, poolSize: 1 });
-    made.push(s);
-    schemas.push(s.schema);
-    await s.migrate();
-    const killer = await client();
-
-    const victim = await client();
-    const { rows } = await victim.query('SELECT pg_backend_pid() AS pid');
-    await killer.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]);
-    await sleep(50);
-    await assert.rejects(s.insertJobs([job('k')], { tx: victim }), TransientStorageError);
-
-    const pid = (await s.pool.query('SELECT pg_backend_pid() AS pid')).rows[0]?.pid;
-    await killer.query('SELECT pg_terminate_backend($1)', [pid]);
-    await sleep(100);
-    assert.ok((await s.now()) instanceof Date, 'the pool reconnects after its idle connection was killed');
-    const [r] = await s.insertJobs([job('k')]);
-    assert.ok(r?.created);
   });
 });

@@ -1,0 +1,147 @@
+/**
+ * What only the SQLite adapter has to prove about sharing one file: several PROCESSES
+ * migrating at once and claiming at once, a write waiting for another connection's write
+ * lock, and busy past the timeout → TransientStorageError.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { createRequire } from 'node:module';
+import Database from 'better-sqlite3';
+import { TransientStorageError } from '../../src/core/errors.js';
+import { SQLITE_LATEST_VERSION, sqliteStorage } from '../../src/storage/sqlite/index.js';
+import { job, tempFiles } from './sqlite-support.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+const CHILD = path.join(here, 'fixtures', 'sqlite-child.ts');
+
+const tempFile = tempFiles();
+
+interface Child {
+  ready: Promise<void>;
+  go(): void;
+  /** the child's last stdout line, parsed */
+  result: Promise<unknown>;
+}
+
+/** Spawn the fixture; it prints "ready", waits for "go", then prints one JSON line. */
+function child(args: string[]): Child {
+  const p = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  let onReady: () => void = () => {};
+  const ready = new Promise<void>((r) => (onReady = r));
+  p.stdout.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+    if (out.startsWith('ready\n')) onReady();
+  });
+  p.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const result = new Promise<unknown>((resolve, reject) => {
+    p.on('error', reject);
+    p.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`child ${args.join(' ')} exited ${code}: ${err}`));
+      const lines = out.trim().split('\n');
+      resolve(JSON.parse(lines[lines.length - 1] ?? 'null'));
+    });
+  });
+  return { ready, go: () => p.stdin.end('go\n'), result };
+}
+
+describe('sqlite specific: several processes and connections on one file', () => {
+  it('two processes migrating the same new file at once both succeed; each version is recorded once', async () => {
+    const file = tempFile();
+    const kids = [child(['migrate', file]), child(['migrate', file])];
+    await Promise.all(kids.map((k) => k.ready));
+    for (const k of kids) k.go();
+    const results = (await Promise.all(kids.map((k) => k.result))) as { from: number; to: number; applied: { version: number }[] }[];
+    for (const r of results) assert.equal(r.to, SQLITE_LATEST_VERSION);
+    const appliedVersions = results.flatMap((r) => r.applied.map((a) => a.version)).sort((a, b) => a - b);
+    assert.deepEqual(appliedVersions, Array.from({ length: SQLITE_LATEST_VERSION }, (_, i) => i + 1), 'each version applied by exactly one process');
+    const raw = new Database(file, { readonly: true });
+    try {
+      const rows = raw.prepare('SELECT version, count(*) AS n FROM leasehold_migrations GROUP BY version ORDER BY version').all() as { version: number; n: number }[];
+      assert.deepEqual(rows.map((r) => r.version), Array.from({ length: SQLITE_LATEST_VERSION }, (_, i) => i + 1));
+      assert.ok(rows.every((r) => r.n === 1));
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('three processes claiming 600 jobs from one file at once: every job exactly once', async () => {
+    const file = tempFile();
+    const s = sqliteStorage({ path: file });
+    await s.migrate();
+    const type = 'race';
+    const inserted: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await s.insertJobs(Array.from({ length: 100 }, (_, k) => job(type, { payload: { i, k }, priority: k % 3 })));
+      inserted.push(...res.map((r) => r.job.id));
+    }
+    const kids = ['a', 'b', 'c'].map((w) => child(['claim', file, w, type, '7']));
+    await Promise.all(kids.map((k) => k.ready));
+    for (const k of kids) k.go();
+    const results = (await Promise.all(kids.map((k) => k.result))) as { workerId: string; ids: string[] }[];
+    const all = results.flatMap((r) => r.ids);
+    assert.equal(new Set(all).size, all.length, 'no job claimed twice');
+    assert.deepEqual([...all].sort(), [...inserted].sort(), 'every job claimed');
+    // each claim opened exactly one attempt (read from the job row), under the worker that got the job
+    const owner = new Map(results.flatMap((r) => r.ids.map((id) => [id, r.workerId] as const)));
+    for (const id of inserted.slice(0, 20)) {
+      const attempts = await s.listAttempts(id);
+      assert.equal(attempts.length, 1);
+      assert.equal(attempts[0]?.workerId, owner.get(id));
+    }
+    await s.close();
+  });
+
+  it('a write waits while another connection holds the write lock, and lands once it is released', async () => {
+    const file = tempFile();
+    const s = sqliteStorage({ path: file, busyTimeoutMs: 5_000 });
+    await s.migrate();
+    // another thread takes the write lock and keeps it for 150 ms (this thread's waits are synchronous)
+    const holder = new Worker(
+      `const Database = require(${JSON.stringify(require.resolve('better-sqlite3'))});
+       const { parentPort, workerData } = require('node:worker_threads');
+       const db = new Database(workerData);
+       db.exec('BEGIN IMMEDIATE');
+       parentPort.postMessage('locked');
+       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 150);
+       db.exec('ROLLBACK');
+       db.close();`,
+      { eval: true, workerData: file },
+    );
+    await once(holder, 'message');
+    const t0 = Date.now();
+    assert.equal((await s.insertJobs([job('waits')])).length, 1);
+    const waited = Date.now() - t0;
+    assert.ok(waited >= 100, `waited for the lock (${waited} ms)`);
+    assert.ok(waited < 2_000, `and took it soon after its release (${waited} ms)`);
+    await once(holder, 'exit');
+    await s.close();
+  });
+
+  it('SQLITE_BUSY past the busy timeout surfaces as TransientStorageError with the cause', async () => {
+    const file = tempFile();
+    const s = sqliteStorage({ path: file, busyTimeoutMs: 50 });
+    await s.migrate();
+    const other = new Database(file);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      await assert.rejects(s.insertJobs([job('busy')]), (e: unknown) => {
+        assert.ok(e instanceof TransientStorageError);
+        assert.match(String((e.cause as { code?: string }).code), /^SQLITE_BUSY/);
+        return true;
+      });
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    assert.equal((await s.insertJobs([job('busy')])).length, 1, 'works once the lock is free');
+    await s.close();
+  });
+});

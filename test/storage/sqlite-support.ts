@@ -1,0 +1,26 @@
+/**
+ * Shared by the sqlite-*.test.ts suites: a job to enqueue, and database files in temporary
+ * directories that are removed after the test file.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after } from 'node:test';
+import type { NewJob } from '../../src/core/storage.js';
+
+export function job(type: string, over: Partial<NewJob> = {}): NewJob {
+  return { queue: 'default', type, payload: { n: 1 }, priority: 0, runAfterMs: 0, maxAttempts: 3, idempotencyKey: null, timeoutMs: 60_000, maxRuntimeMs: 600_000, ...over };
+}
+
+/** Call once per test file: returns tempFile(), a new database path each call; an after() hook removes them all. */
+export function tempFiles(): () => string {
+  const dirs: string[] = [];
+  after(() => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+  return function tempFile(): string {
+    const dir = mkdtempSync(path.join(tmpdir(), 'leasehold-sqlite-'));
+    dirs.push(dir);
+    return path.join(dir, 'jobs.db');
+  };
+}
