@@ -6,10 +6,19 @@
 import type { FinishParams, FinishResult, Storage } from '../core/storage.js';
 import type { Logger } from './env.js';
 
+/**
+ * Who is told how a finish went. The worker's attempts are sinks themselves: a promise per
+ * finish, with its two resolving functions and an executor, was a good part of what the
+ * runtime allocated per job.
+ */
+export interface FinishSink {
+  finished(result: FinishResult): void;
+  finishFailed(error: unknown): void;
+}
+
 interface Pending {
   params: FinishParams;
-  resolve: (r: FinishResult) => void;
-  reject: (e: unknown) => void;
+  sink: FinishSink;
 }
 
 const MAX_BATCH = 500;
@@ -40,18 +49,23 @@ export class Completer {
   ) {}
 
   finish(params: FinishParams): Promise<FinishResult> {
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ params, resolve, reject });
-      if (!this.#scheduled) {
-        // let finishes from the same tick join the first batch
-        this.#scheduled = true;
-        setImmediate(() => {
-          this.#scheduled = false;
-          this.#pump();
-        });
-      }
-    });
+    return new Promise((resolve, reject) => this.submit(params, { finished: resolve, finishFailed: reject }));
   }
+
+  /** Queue a finish; `sink` hears how it went. */
+  submit(params: FinishParams, sink: FinishSink): void {
+    this.#queue.push({ params, sink });
+    if (!this.#scheduled) {
+      // let finishes from the same tick join the first batch
+      this.#scheduled = true;
+      setImmediate(this.#onImmediate);
+    }
+  }
+
+  readonly #onImmediate = (): void => {
+    this.#scheduled = false;
+    this.#pump();
+  };
 
   /** Resolves once everything queued so far is written. */
   idle(): Promise<void> {
@@ -80,12 +94,12 @@ export class Completer {
     for (let i = 0; ; i++) {
       try {
         const results = await this.storage.finishJobs(batch.map((p) => p.params));
-        batch.forEach((p, j) => p.resolve(results[j] ?? { id: p.params.id, applied: false }));
+        batch.forEach((p, j) => p.sink.finished(results[j] ?? { id: p.params.id, applied: false }));
         return;
       } catch (e) {
         const wait = RETRY_MS[i];
         if (wait === undefined) {
-          for (const p of batch) p.reject(e);
+          for (const p of batch) p.sink.finishFailed(e);
           return;
         }
         if (i === 0) this.log.warn({ event: 'finish.retrying', jobs: batch.length, err: (e as Error).message, retryInMs: wait }, 'finish write failed; retrying');

@@ -6,6 +6,7 @@
 import { AbortReason as Reason, ValidationError, nextAvgRunMs } from '../core/index.js';
 import type { ClaimedJob, Storage } from '../core/storage.js';
 import { Attempt, type AttemptDeps } from './attempt.js';
+import { AttemptClock } from './attempt-clock.js';
 import { Completer } from './completer.js';
 import { settlesBy } from './deadline.js';
 import type { Logger } from './env.js';
@@ -47,6 +48,8 @@ export class Worker {
   readonly #opts: WorkerOptions;
   readonly #random: () => number;
   readonly #completer: Completer;
+  /** the time limits of the running attempts: one timer for all */
+  readonly #clock = new AttemptClock(() => this.#running.values());
   readonly #heartbeater: Heartbeater;
   readonly #sweeper: Sweeper | null;
   readonly #scheduler: Scheduler | null;
@@ -178,6 +181,7 @@ export class Worker {
     const writesUntil = await awaitOutcomes(this.#wake, this.#running, () => Promise.all([handBacks, this.#completer.idle()]), grace, this.log);
     bus.removeEventListener('cancelled', this.#onCancelled);
     this.#heartbeater.stop();
+    this.#clock.stop();
     this.#sweeper?.stop();
     // within the same allowance (a worker row left behind is removed by a sweeper once silent)
     await settlesBy(this.#storage.removeWorker(this.id).catch(() => {}), writesUntil);
@@ -264,28 +268,26 @@ export class Worker {
 
   /** What every attempt of this worker shares (made once: per job it was a closure apiece). */
   #attemptDeps: AttemptDeps | undefined;
+  /** the type-cap slots of running capped jobs: given back when the attempt ends */
+  readonly #capSlots = new Map<Attempt, () => Promise<void>>();
 
   #launch(entry: Buffered, def: NonNullable<ReturnType<JobRegistry['get']>>, lock: Lock | null): void {
     const attempt = new Attempt(entry.job, def, (this.#attemptDeps ??= {
       storage: this.#storage,
-      finish: (p) => this.#completer.finish(p),
+      completer: this.#completer,
+      clock: this.#clock,
       renew: async (a) => !(await this.#heartbeater.beat([a])).has(a.job.id),
       log: this.log,
       random: this.#random,
       abortGraceMs: this.#opts.abortGraceMs ?? 5_000,
       slotFreed: (a) => this.#slotFreed(performance.now() - a.launchedAt),
+      ended: (a, outcome) => this.#done(a, outcome),
     }));
     attempt.expiresAt = entry.expiresAt;
     this.#executing++;
     this.#running.set(entry.job.id, attempt);
-    const stopKeeping = lock ? this.#caps.keep(lock, () => attempt.abort(new Reason('LEASE_LOST', `slot of the ${entry.job.type} concurrency cap lost`))) : null;
-    void attempt.run().then(
-      (outcome) => this.#done(entry.job.id, outcome, stopKeeping),
-      (e: unknown) => {
-        this.log.error({ event: 'job.crashed', jobId: entry.job.id, err: (e as Error).message }, 'internal error running job');
-        this.#done(entry.job.id, 'lost', stopKeeping);
-      },
-    );
+    if (lock) this.#capSlots.set(attempt, this.#caps.keep(lock, () => attempt.abort(new Reason('LEASE_LOST', `slot of the ${entry.job.type} concurrency cap lost`))));
+    attempt.start();
   }
 
   /**
@@ -299,10 +301,13 @@ export class Worker {
     this.#wake.wake();
   }
 
-  #done(id: string, outcome: string, release: (() => Promise<void>) | null): void {
-    void release?.();
-    this.#running.get(id)?.freeSlot(); // after an internal error the slot may still be taken
-    this.#running.delete(id);
+  #done(attempt: Attempt, outcome: string): void {
+    const release = this.#capSlots.get(attempt);
+    if (release) {
+      this.#capSlots.delete(attempt);
+      void release();
+    }
+    this.#running.delete(attempt.job.id);
     this.#outcomes[outcome] = (this.#outcomes[outcome] ?? 0) + 1;
     this.#dispatch();
     this.#wake.wake();

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { AbortReason } from '../../src/core/index.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
-import { Harness, STORAGE_KINDS, sleep, waitFor } from './support.js';
+import { Harness, STORAGE_KINDS, deferred, sleep, waitFor } from './support.js';
 
 /** Resolves when the signal fires (a well-behaved long handler). */
 function untilAborted(signal: AbortSignal): Promise<never> {
@@ -15,6 +15,24 @@ function untilAborted(signal: AbortSignal): Promise<never> {
     if (signal.aborted) reject(signal.reason);
     signal.addEventListener('abort', () => reject(signal.reason), { once: true });
   });
+}
+
+/** A handler that waits for its signal, and what it saw: the abort's reason and when it came. */
+function abortWatcher() {
+  const w = {
+    reason: undefined as AbortReason | undefined,
+    abortedAfterMs: -1,
+    handler: async (_p: unknown, ctx: { signal: AbortSignal }) => {
+      const t0 = Date.now();
+      try {
+        await untilAborted(ctx.signal);
+      } finally {
+        w.abortedAfterMs = Date.now() - t0;
+        w.reason = ctx.signal.reason as AbortReason;
+      }
+    },
+  };
+  return w;
 }
 
 for (const kind of STORAGE_KINDS) {
@@ -26,32 +44,52 @@ for (const kind of STORAGE_KINDS) {
     after(() => h.close());
 
     test('a handler that never resolves is aborted at its timeoutMs: TIMEOUT, attempt timed_out', async () => {
-      let reason: AbortReason | undefined;
-      let abortedAfterMs = -1;
+      const waiting = abortWatcher();
       const { client } = await h.serve([
         defineJob({
           type: 'hangs',
           timeoutMs: 200,
           maxRuntimeMs: 60_000,
           maxAttempts: 1,
-          handler: async (_p, ctx) => {
-            const t0 = Date.now();
-            try {
-              await untilAborted(ctx.signal);
-            } finally {
-              abortedAfterMs = Date.now() - t0;
-              reason = ctx.signal.reason as AbortReason;
-            }
-          },
+          handler: waiting.handler,
         }),
       ]);
       const job = await client.enqueue('hangs', {});
       const dead = await h.waitStatus(job.id, 'dead');
-      assert.equal(reason?.code, 'TIMEOUT');
-      assert.ok(abortedAfterMs >= 190 && abortedAfterMs < 1_500, `aborted after ${abortedAfterMs} ms, timeout is 200`);
+      assert.equal(waiting.reason?.code, 'TIMEOUT');
+      assert.ok(waiting.abortedAfterMs >= 190 && waiting.abortedAfterMs < 1_500, `aborted after ${waiting.abortedAfterMs} ms, timeout is 200`);
       assert.equal(dead.lastErrorCode, 'TIMEOUT');
       const attempts = await h.client.listAttempts(job.id);
       assert.deepEqual(attempts.map((a) => [a.outcome, a.errorCode]), [['timed_out', 'TIMEOUT']]);
+    });
+
+    test('a short timeout that starts after a long one is enforced on time (one timer serves all attempts)', async () => {
+      const waiting = abortWatcher();
+      const longStarted = deferred();
+      const { client } = await h.serve([
+        defineJob({
+          type: 'long-limit',
+          timeoutMs: 60_000,
+          maxAttempts: 1,
+          handler: async (_p, ctx) => {
+            longStarted.resolve();
+            await untilAborted(ctx.signal);
+          },
+        }),
+        defineJob({
+          type: 'short-limit',
+          timeoutMs: 200,
+          maxAttempts: 1,
+          handler: waiting.handler,
+        }),
+      ]);
+      const long = await client.enqueue('long-limit', {});
+      await longStarted.promise;
+      const short = await client.enqueue('short-limit', {});
+      await h.waitStatus(short.id, 'dead');
+      assert.equal(waiting.reason?.code, 'TIMEOUT');
+      assert.ok(waiting.abortedAfterMs >= 190 && waiting.abortedAfterMs < 1_500, `aborted after ${waiting.abortedAfterMs} ms, timeout is 200`);
+      assert.equal((await h.client.getJob(long.id))?.status, 'running', 'the long one runs on');
     });
 
     test('a timed-out attempt with attempts left is retried', async () => {
