@@ -46,7 +46,18 @@ export interface PostgresStorageOptions {
   schema?: string;
   /** size of the pool this adapter creates (default 10); follow the worker's concurrency */
   poolSize?: number;
+  /**
+   * How long a call waits for a connection of the pool this adapter creates — a free one, or a
+   * new one being opened — before it fails with a TransientStorageError (default 30 s; 0 waits
+   * forever). A pool starved by long transactions, or a server that accepts no connections,
+   * then shows up as errors the worker logs and backs off from, instead of claims that never
+   * return.
+   */
+  connectTimeoutMs?: number;
 }
+
+/** See PostgresStorageOptions.connectTimeoutMs. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
 
 export class PostgresStorage implements Storage {
   readonly dialect = 'postgres';
@@ -88,7 +99,12 @@ export class PostgresStorage implements Storage {
       this.ownsPool = false;
     } else {
       if (!opts.connectionString) throw new ValidationError('INVALID_OPTION', 'postgresStorage needs a connectionString or a pool');
-      this.pool = new pg.Pool({ connectionString: opts.connectionString, max: opts.poolSize ?? 10, application_name: 'leasehold', types: fastTypes });
+      const connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+      if (!Number.isInteger(connectTimeoutMs) || connectTimeoutMs < 0) throw new ValidationError('INVALID_OPTION', 'connectTimeoutMs must be a whole number of ms, 0 or more');
+      this.pool = new pg.Pool({
+        connectionString: opts.connectionString, max: opts.poolSize ?? 10, application_name: 'leasehold', types: fastTypes,
+        connectionTimeoutMillis: connectTimeoutMs,
+      });
       // An idle client whose connection drops emits 'error' on the pool; without a listener that
       // would crash the process. The next query gets a fresh connection (or a classified error).
       this.pool.on('error', () => {});
