@@ -1,16 +1,15 @@
 /**
- * Migration runner and the admin/effect-ledger paths of the MySQL/MariaDB adapter. SQL lives in
+ * Migration runner and the admin paths of the MySQL/MariaDB adapter. SQL lives in
  * mysql-sql.ts and mysql-migrations.ts.
  */
 import { SchemaTooNewError, TransientStorageError } from '../../core/errors.js';
-import type { EffectParams, EffectReservation, JobRow, MigrateResult, PruneParams } from '../../core/storage.js';
+import type { JobRow, MigrateResult, PruneParams } from '../../core/storage.js';
 import type { Leased, Queryable } from './mysql-db.js';
-import { exec, fromJsonText, micros, parseUtc, run, toJobRow, toJsonText } from './mysql-db.js';
+import { exec, micros, parseUtc, run, toJobRow } from './mysql-db.js';
 import { LATEST_MYSQL_VERSION, LEDGER_DDL, MYSQL_MIGRATIONS, checkServerVersion, renderDdl } from './mysql-migrations.js';
 import type { MysqlSql } from './mysql-sql.js';
 
 const ER_NO_SUCH_TABLE = 1146;
-const ER_DUP_ENTRY = 1062;
 const ER_DUP_FIELDNAME = 1060;
 const ER_DUP_KEYNAME = 1061;
 
@@ -99,34 +98,4 @@ export async function pruneOn(c: Queryable, sql: MysqlSql, p: PruneParams): Prom
   await exec(c, sql.pruneAttempts, [ids]);
   const res = await exec(c, sql.pruneJobs, [ids]);
   return res.affectedRows;
-}
-
-/** reserveEffect on `c` inside a transaction (see the contract in core/storage.ts). */
-export async function reserveEffectOn(c: Queryable, sql: MysqlSql, p: EffectParams, jobId: bigint): Promise<EffectReservation> {
-  if ((await run(c, sql.leaseHeld, [jobId, p.leaseToken])).length === 0) return { state: 'lost' };
-  let row = (await run(c, sql.effectForUpdate, [p.key]))[0];
-  if (!row) {
-    try {
-      await exec(c, sql.insertEffect, [p.key, jobId, p.leaseToken]);
-      return { state: 'reserved' };
-    } catch (e) {
-      // another attempt inserted the key meanwhile: read its row (a locking read sees it) and go on
-      if ((e as { errno?: unknown }).errno !== ER_DUP_ENTRY) throw e;
-      row = (await run(c, sql.effectForUpdate, [p.key]))[0];
-      if (!row) throw e;
-    }
-  }
-  if (row.state === 'done') return { state: 'done', result: fromJsonText(row.result) };
-  // pending under another token: take over if that attempt is gone; busy while it still runs
-  if (row.lease_token !== p.leaseToken && (await exec(c, sql.takeOverEffect, [jobId, p.leaseToken, p.key])).affectedRows === 0) {
-    return { state: 'busy' };
-  }
-  return { state: 'reserved' };
-}
-
-/** completeEffect on `c` inside a transaction. */
-export async function completeEffectOn(c: Queryable, sql: MysqlSql, p: EffectParams & { result: unknown }, jobId: bigint): Promise<boolean> {
-  if ((await run(c, sql.leaseHeld, [jobId, p.leaseToken])).length === 0) return false;
-  const res = await exec(c, sql.completeEffect, [toJsonText(p.result), p.key, p.leaseToken]);
-  return res.affectedRows > 0;
 }

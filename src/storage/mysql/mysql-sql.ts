@@ -97,14 +97,16 @@ export function mysqlSql(prefix: string) {
       SELECT id FROM ${jobs} WHERE id = ? AND lease_token = ? AND status = 'running' LOCK IN SHARE MODE`,
     effectForUpdate: `-- leasehold effectForUpdate: the effect row of a key, locked
       SELECT state, lease_token, result FROM ${effects} WHERE effect_key = ? FOR UPDATE`,
-    insertEffect: `-- leasehold insertEffect: reserve a never-seen key for this lease
-      INSERT INTO ${effects} (effect_key, job_id, lease_token, state, created_at) VALUES (?, ?, ?, 'pending', ${NOW})`,
+    reserveNewEffect: `-- leasehold reserveNewEffect: insert a never-seen key as pending, only while this lease runs its job (a seen key is a duplicate-key error)
+      INSERT INTO ${effects} (effect_key, job_id, lease_token, state, created_at)
+      SELECT ?, id, lease_token, 'pending', ${NOW} FROM ${jobs} WHERE id = ? AND lease_token = ? AND status = 'running'`,
     takeOverEffect: `-- leasehold takeOverEffect: take over a pending reservation left by another lease
       UPDATE ${effects} e SET e.job_id = ?, e.lease_token = ? WHERE e.effect_key = ? AND e.state = 'pending'
       AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.id = e.job_id AND j.lease_token = e.lease_token AND j.status = 'running')`,
-    completeEffect: `-- leasehold completeEffect: mark a reservation of this lease done, with its result
-      UPDATE ${effects} SET state = 'done', result = ?, done_at = ${NOW}
-      WHERE effect_key = ? AND lease_token = ? AND state = 'pending'`,
+    completeEffect: `-- leasehold completeEffect: mark this lease's pending reservation done with its result, only while the lease runs its job
+      UPDATE ${effects} e JOIN ${jobs} j ON j.id = ? AND j.lease_token = e.lease_token AND j.status = 'running'
+      SET e.state = 'done', e.result = ?, e.done_at = ${NOW}
+      WHERE e.effect_key = ? AND e.lease_token = ? AND e.state = 'pending'`,
     listEffects: (byJob: boolean): string =>
       `-- leasehold listEffects: effects, oldest first, optionally of one job
       SELECT effect_key, job_id, state, result, created_at, done_at FROM ${effects}${byJob ? ' WHERE job_id = ?' : ''} ORDER BY id LIMIT ?`,

@@ -1,7 +1,7 @@
 /**
  * `Storage` on MySQL 8.0.4+ / MariaDB 10.6+ through mysql2/promise. Semantics are the contract
- * in core/storage.ts; SQL is in mysql-sql.ts, the write paths in mysql-jobs.ts and
- * mysql-admin.ts, the reads in mysql-listing.ts. Times are UTC_TIMESTAMP(6) in DATETIME(6)
+ * in core/storage.ts; SQL is in mysql-sql.ts, the write paths in mysql-jobs.ts, mysql-effects.ts
+ * and mysql-admin.ts, the reads in mysql-listing.ts. Times are UTC_TIMESTAMP(6) in DATETIME(6)
  * columns, independent of the session or server time zone.
  */
 import mysql from 'mysql2/promise';
@@ -11,7 +11,8 @@ import type {
   FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, JobQuery, JobRow,
   MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
 } from '../../core/storage.js';
-import { cancelJobOn, completeEffectOn, migrateOn, pruneOn, readSchemaVersion, reserveEffectOn, retryJobOn } from './mysql-admin.js';
+import { cancelJobOn, migrateOn, pruneOn, readSchemaVersion, retryJobOn } from './mysql-admin.js';
+import { completeEffectOn, reserveNewEffectOn, reserveSeenEffectOn } from './mysql-effects.js';
 import type { PoolLike, Queryable } from './mysql-db.js';
 import { callerTx, createPool, exec, idParam, micros, parseUtc, run, toWorkerRow } from './mysql-db.js';
 import { inAutocommit, inTransaction } from './mysql-tx.js';
@@ -209,13 +210,18 @@ export class MysqlStorage implements Storage {
   async reserveEffect(params: EffectParams): Promise<EffectReservation> {
     const jobId = idParam(params.jobId);
     if (jobId === null) return { state: 'lost' };
-    return this.tx('reserveEffect', (c) => reserveEffectOn(c, this.sql, params, jobId));
+    // a re-run of the insert after a dropped connection finds its own row: 'seen', then ours
+    const fresh = await this.one('reserveEffect', (c) => reserveNewEffectOn(c, this.sql, params, jobId));
+    if (fresh !== 'seen') return { state: fresh };
+    return this.tx('reserveEffect', (c) => reserveSeenEffectOn(c, this.sql, params, jobId));
   }
 
   async completeEffect(params: EffectParams & { result: unknown }): Promise<boolean> {
     const jobId = idParam(params.jobId);
     if (jobId === null) return false;
-    return this.tx('completeEffect', (c) => completeEffectOn(c, this.sql, params, jobId));
+    // not re-run on a dropped connection (a landed update would then read as lost): the caller
+    // retries the record and asks the ledger whether the first write landed
+    return inAutocommit(this.pool, 'completeEffect', (c) => completeEffectOn(c, this.sql, params, jobId));
   }
 
   listEffects(params: { jobId?: string; limit: number }): Promise<EffectRow[]> {

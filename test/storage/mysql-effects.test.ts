@@ -1,0 +1,92 @@
+/**
+ * MySQL/MariaDB effect ledger under load: a never-seen key is reserved by one INSERT and
+ * recorded by one UPDATE (no transaction, no locking read of a missing key, which InnoDB
+ * answers with a gap lock), and many leases reserving neighbouring new keys at once meet no
+ * deadlock. The ledger's semantics are the conformance suite's (test/conformance/effects.ts).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import mysql from 'mysql2/promise';
+import { createPool } from '../../src/storage/mysql/mysql-db.js';
+import { serverFor } from '../support/databases.js';
+import { job, throwawayDatabase } from './mysql-support.js';
+
+const url = await serverFor('mysql', 'mysql specific: effect ledger');
+
+const ER_LOCK_DEADLOCK = 1213;
+
+/** A pool that records each statement's `-- leasehold <name>` header, and each deadlock a statement met. */
+function watchedPool(pool: mysql.Pool) {
+  const sent: string[] = [];
+  let deadlocks = 0;
+  const watch = <T extends object>(target: T): T =>
+    new Proxy(target, {
+      get(t, prop, receiver) {
+        const v = Reflect.get(t, prop, receiver) as unknown;
+        if (prop === 'query' && typeof v === 'function') {
+          return async (opts: { sql: string }, ...rest: unknown[]) => {
+            for (const m of opts.sql.matchAll(/-- leasehold (\w+)/g)) sent.push(m[1]!);
+            try {
+              return await (v as (...a: unknown[]) => Promise<unknown>).call(t, opts, ...rest);
+            } catch (e) {
+              if ((e as { errno?: unknown }).errno === ER_LOCK_DEADLOCK) deadlocks++;
+              throw e;
+            }
+          };
+        }
+        if (prop === 'getConnection' && typeof v === 'function') {
+          return async () => watch(await (v as () => Promise<object>).call(t));
+        }
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+      },
+    });
+  return { pool: watch(pool), sent, deadlocks: () => deadlocks };
+}
+
+describe('mysql specific: effect ledger', { skip: url === null }, () => {
+  const { dbUrl, db, make, pools } = throwawayDatabase(url);
+
+  const newPool = (size: number): mysql.Pool => {
+    const p = createPool(dbUrl(db), size);
+    pools.push(p);
+    return p;
+  };
+
+  it('a new key is reserved by one INSERT and recorded by one UPDATE; a seen key reads the ledger in a transaction', async () => {
+    const watched = watchedPool(newPool(2));
+    const s = make({ pool: watched.pool, tablePrefix: 'one_' });
+    await s.migrate();
+    await s.insertJobs([job('fx')]);
+    const [c] = await s.claimJobs({ workerId: 'w', types: ['fx'], queues: null, limit: 1, leaseMs: 30_000 });
+    const p = { key: 'mail:1', jobId: c!.id, leaseToken: c!.leaseToken };
+
+    watched.sent.length = 0;
+    assert.deepEqual(await s.reserveEffect(p), { state: 'reserved' });
+    assert.deepEqual(watched.sent, ['reserveNewEffect']);
+    watched.sent.length = 0;
+    assert.equal(await s.completeEffect({ ...p, result: { id: 7 } }), true);
+    assert.deepEqual(watched.sent, ['completeEffect']);
+
+    watched.sent.length = 0;
+    assert.deepEqual(await s.reserveEffect(p), { state: 'done', result: { id: 7 } });
+    assert.deepEqual(watched.sent, ['reserveNewEffect', 'begin', 'leaseHeld', 'effectForUpdate', 'commit']);
+  });
+
+  it('200 leases reserving and recording neighbouring new keys at once meet no deadlock', async () => {
+    const watched = watchedPool(newPool(20));
+    const s = make({ pool: watched.pool, tablePrefix: 'many_' });
+    await s.migrate();
+    const N = 200;
+    await s.insertJobs(Array.from({ length: N }, () => job('fx')));
+    const claimed = await s.claimJobs({ workerId: 'w', types: ['fx'], queues: null, limit: N, leaseMs: 60_000 });
+    assert.equal(claimed.length, N);
+    const params = claimed.map((c, i) => ({ key: `send:${i}`, jobId: c.id, leaseToken: c.leaseToken }));
+
+    const reserved = await Promise.all(params.map((p) => s.reserveEffect(p)));
+    assert.ok(reserved.every((r) => r.state === 'reserved'), JSON.stringify(reserved.filter((r) => r.state !== 'reserved')));
+    const recorded = await Promise.all(params.map((p, i) => s.completeEffect({ ...p, result: i })));
+    assert.ok(recorded.every(Boolean));
+    assert.equal(await s.countEffects(), N);
+    assert.equal(watched.deadlocks(), 0, 'statements that met a deadlock (each was retried)');
+  });
+});
