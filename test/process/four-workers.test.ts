@@ -48,6 +48,7 @@ for (const { kind, server, skip } of targets) {
 
         const audit = await verifyDrain(sb, TOTAL, ids);
         t.diagnostic(`${kind}: attempts beyond the first: ${audit.extraAttempts}; outcomes ${JSON.stringify(Object.fromEntries(audit.outcomes))}`);
+        if (audit.errors.size > 0) t.diagnostic(`${kind}: why attempts failed: ${JSON.stringify(Object.fromEntries(audit.errors))}`);
         assert.equal(new Set(sb.outboxLines().map((s) => s.pid)).size, WORKERS, 'sends came from all four processes');
       } finally {
         await killAll();

@@ -82,6 +82,8 @@ export interface DrainAudit {
   extraAttempts: number;
   /** attempts per outcome */
   outcomes: Map<string, number>;
+  /** attempts per error code and message, over the attempts that did not succeed */
+  errors: Map<string, number>;
 }
 
 /**
@@ -99,6 +101,7 @@ export async function verifyDrain(sb: Sandbox, total: number, workerIds: Readonl
   assert.equal(byJob.size, total, 'every job has attempt history');
   let extraAttempts = 0;
   const outcomes = new Map<string, number>();
+  const errors = new Map<string, number>();
   for (const job of jobs) {
     assert.equal(job.status, 'succeeded');
     assert.equal(job.lockedBy, null);
@@ -109,6 +112,10 @@ export async function verifyDrain(sb: Sandbox, total: number, workerIds: Readonl
     for (const a of attempts) {
       assert.ok(workerIds.has(a.workerId), `attempt by an unknown worker ${a.workerId}`);
       outcomes.set(a.outcome, (outcomes.get(a.outcome) ?? 0) + 1);
+      if (a.outcome !== 'succeeded') {
+        const why = `${a.errorCode ?? '-'}: ${(a.errorMessage ?? '').slice(0, 120)}`;
+        errors.set(why, (errors.get(why) ?? 0) + 1);
+      }
     }
     extraAttempts += attempts.length - 1;
     assertNoOverlap(job.id, attempts);
@@ -123,5 +130,5 @@ export async function verifyDrain(sb: Sandbox, total: number, workerIds: Readonl
   const dupes = [...tally(sends.map((s) => s.key))].filter(([, n]) => n > 1);
   assert.deepEqual(dupes, [], 'no send happened twice');
   assert.equal(sends.length, total, 'outbox');
-  return { extraAttempts, outcomes };
+  return { extraAttempts, outcomes, errors };
 }
