@@ -5,13 +5,28 @@
  */
 import { TransientStorageError } from '../../core/errors.js';
 import type { EffectParams, EffectReservation, EffectRow } from '../../core/storage.js';
-import { query } from './postgres-db.js';
+import { prepared, query, type Prepared } from './postgres-db.js';
 import { jsonParam, toEffectRow, validId, type Queryable } from './postgres-rows.js';
 import type { adminSql } from './postgres-sql-admin.js';
 
 type AdminSql = ReturnType<typeof adminSql>;
 
-export async function reserveEffect(db: Queryable, sql: AdminSql, p: EffectParams): Promise<EffectReservation> {
+/**
+ * The two writes of every `ctx.once`, and the read after a reserve that did not land, as named
+ * prepared statements: each is one commit of its own, and parsing and planning the reserve's
+ * CTE anew each time was a good part of the server's work per call.
+ */
+export interface EffectStatements {
+  reserveEffect: Prepared;
+  getEffect: Prepared;
+  completeEffect: Prepared;
+}
+
+export function effectStatements(sql: AdminSql): EffectStatements {
+  return { reserveEffect: prepared(sql.reserveEffect), getEffect: prepared(sql.getEffect), completeEffect: prepared(sql.completeEffect) };
+}
+
+export async function reserveEffect(db: Queryable, sql: EffectStatements, p: EffectParams): Promise<EffectReservation> {
   const jobId = validId(p.jobId);
   if (jobId === null) return { state: 'lost' };
   for (let tries = 0; tries < 5; tries++) {
@@ -26,7 +41,7 @@ export async function reserveEffect(db: Queryable, sql: AdminSql, p: EffectParam
   throw new TransientStorageError(`postgres: effect "${p.key}" kept changing during reserveEffect; retry`);
 }
 
-export async function completeEffect(db: Queryable, sql: AdminSql, p: EffectParams & { result: unknown }): Promise<boolean> {
+export async function completeEffect(db: Queryable, sql: EffectStatements, p: EffectParams & { result: unknown }): Promise<boolean> {
   const jobId = validId(p.jobId);
   if (jobId === null) return false;
   return (await query(db, 'completeEffect', sql.completeEffect, [p.key, jobId, p.leaseToken, jsonParam(p.result)])).length > 0;

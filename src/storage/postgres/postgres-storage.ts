@@ -70,6 +70,7 @@ export class PostgresStorage implements Storage {
   private readonly hot: { claim: Prepared; heartbeat: Prepared; finish: Prepared; finishSucceeded: Prepared };
   private readonly inserts: InsertContext;
   private readonly admin: ReturnType<typeof adminSql>;
+  private readonly effects: fx.EffectStatements;
   private readonly mig: ReturnType<typeof migrationSql>;
   private readonly sch: ReturnType<typeof sched.schedulesSql>;
   /** NOTIFY channel and payload (the schema) for the wake-up of jobs due now */
@@ -92,6 +93,7 @@ export class PostgresStorage implements Storage {
       notify: this.notify,
     };
     this.admin = adminSql(q);
+    this.effects = fx.effectStatements(this.admin);
     this.mig = migrationSql(q);
     this.sch = sched.schedulesSql(q);
     if (opts.pool) {
@@ -217,11 +219,11 @@ export class PostgresStorage implements Storage {
   // --- effect ledger: see postgres-effects.ts -----------------------------------------------
 
   reserveEffect(p: EffectParams): Promise<EffectReservation> {
-    return fx.reserveEffect(this.pool, this.admin, p);
+    return fx.reserveEffect(this.pool, this.effects, p);
   }
 
   completeEffect(p: EffectParams & { result: unknown }): Promise<boolean> {
-    return fx.completeEffect(this.pool, this.admin, p);
+    return fx.completeEffect(this.pool, this.effects, p);
   }
 
   listEffects(p: { jobId?: string; limit: number }): Promise<EffectRow[]> {
