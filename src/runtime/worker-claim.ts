@@ -31,6 +31,11 @@ export function claimBudget(s: ClaimState): number {
   return claimLimit({ concurrency: s.concurrency, target, executing: s.executing + s.admitting, buffered: s.buffered });
 }
 
+/** Resolves on the next turn of the event loop (after pending I/O and timers). */
+export function yieldTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /** Busy: a job freeing its slot wakes the loop. Idle: the poll timer (with jitter) or a local enqueue. */
 export function claimWaitMs(idle: boolean, pollMs: number, random: () => number): number {
   return idle ? pollMs * (0.9 + 0.2 * random()) : 60_000;

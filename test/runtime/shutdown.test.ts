@@ -156,10 +156,12 @@ describe('stop() when the database stops answering (memory)', () => {
     const gate = deferred<void>();
     const ran: string[] = [];
     // claims wait for the gate
-    const storage = overriding(h.storage, 'claimJobs', (claim) => async (p) => (await gate.promise, claim(p)));
+    let claimsOut = 0;
+    const storage = overriding(h.storage, 'claimJobs', (claim) => async (p) => (claimsOut++, await gate.promise, claim(p)));
     const def = defineJob({ type: 'never-run', handler: (_p, ctx) => void ran.push(ctx.job.id) });
     const job = await h.clientWith([def]).enqueue('never-run', {});
     const worker = await h.worker([def], { storage, concurrency: 1 });
+    await waitFor(() => claimsOut > 0, 3_000, 'the first claim to be out');
     const t0 = Date.now();
     const stopped = await Promise.race([worker.stop({ deadlineMs: 100 }).then((r) => r), new Promise<null>((r) => setTimeout(() => r(null), 5_000).unref())]);
     assert.ok(stopped, `stop() returned (${Date.now() - t0} ms) while its claim was still out`);
