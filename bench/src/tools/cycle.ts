@@ -4,22 +4,12 @@
  * on a shared machine, so before/after comparisons of the SQL use this.
  *   node --import tsx src/tools/cycle.ts postgres|sqlite|mysql [batch] [rounds]
  */
-import { join } from 'node:path';
-import { MYSQL_URL, PG_URL, sqliteDir } from '../common.ts';
-import { findSystem } from '../systems/index.ts';
-const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../dist/index.js')) as typeof import('../../../src/index.ts');
+import { seededStorage } from './seeded.ts';
 
 const [db = 'postgres', bArg = '300', rArg = '30'] = process.argv.slice(2);
 const batch = Number(bArg);
 const rounds = Number(rArg);
-const sys = findSystem(`leasehold-${db}`);
-await sys.reset();
-const p = await sys.producer();
-const items = Array.from({ length: batch * rounds }, (_, i) => ({ i }));
-for (let i = 0; i < items.length; i += 1000) await p.enqueueBulk(items.slice(i, i + 1000));
-await p.close();
-const url = db === 'postgres' ? `${PG_URL}?schema=bench_leasehold` : db === 'mysql' ? `${MYSQL_URL}/bench_leasehold` : `sqlite:${join(sqliteDir(), 'leasehold.db')}`;
-const s = await lh.openStorage(url);
+const { storage: s, cleanup } = await seededStorage(db, batch * rounds);
 const claimMs: number[] = [];
 const finishMs: number[] = [];
 const cpu0 = process.cpuUsage();
@@ -35,5 +25,5 @@ const cpu = process.cpuUsage(cpu0);
 const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 console.log(`${db} batch ${batch}: claim ${med(claimMs).toFixed(2)} ms (${((1000 * med(claimMs)) / batch).toFixed(1)} µs/job), finish ${med(finishMs).toFixed(2)} ms (${((1000 * med(finishMs)) / batch).toFixed(1)} µs/job), node cpu ${((cpu.user + cpu.system) / (batch * rounds)).toFixed(1)} µs/job`);
 await s.close();
-await sys.cleanup();
+await cleanup();
 process.exit(0);

@@ -6,22 +6,12 @@
  * Each call is one commit on PostgreSQL and MySQL/MariaDB, so this is bounded by the database's
  * commit path, not by the worker.
  */
-import { join } from 'node:path';
-import { MYSQL_URL, PG_URL, sqliteDir } from '../common.ts';
-import { findSystem } from '../systems/index.ts';
-const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../dist/index.js')) as typeof import('../../../src/index.ts');
+import { seededStorage } from './seeded.ts';
 
 const [db = 'postgres', nArg = '2000', cArg = '10'] = process.argv.slice(2);
 const n = Number(nArg);
 const concurrency = Number(cArg);
-const sys = findSystem(`leasehold-${db}`);
-await sys.reset();
-const p = await sys.producer();
-const items = Array.from({ length: n }, (_, i) => ({ i }));
-for (let i = 0; i < n; i += 1000) await p.enqueueBulk(items.slice(i, i + 1000));
-await p.close();
-const url = db === 'postgres' ? `${PG_URL}?schema=bench_leasehold` : db === 'mysql' ? `${MYSQL_URL}/bench_leasehold` : `sqlite:${join(sqliteDir(), 'leasehold.db')}`;
-const storage = await lh.openStorage(url);
+const { storage, cleanup } = await seededStorage(db, n);
 type Claimed = Awaited<ReturnType<typeof storage.claimJobs>>[number];
 const claimed: Claimed[] = [];
 while (claimed.length < n) {
@@ -55,4 +45,4 @@ console.log(
   `${db}: ${claimed.length} reserve+record pairs at concurrency ${concurrency} in ${ms.toFixed(0)} ms: ${Math.round((claimed.length * 1000) / ms)} pairs/s; median reserve ${median(reserveMs)} ms, record ${median(recordMs)} ms`,
 );
 await storage.close();
-await sys.cleanup();
+await cleanup();

@@ -3,21 +3,11 @@
  * storage call (count, total ms, mean rows per call), so claim/finish/heartbeat costs show.
  *   node --import tsx src/tools/time-storage.ts postgres|sqlite|mysql [n] [concurrency]
  */
-import { join } from 'node:path';
-import { MYSQL_URL, PG_URL, sqliteDir } from '../common.ts';
-import { findSystem } from '../systems/index.ts';
-const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../dist/index.js')) as typeof import('../../../src/index.ts');
+import { lh, seededStorage } from './seeded.ts';
 
 const [db = 'postgres', nArg = '20000', cArg = '10'] = process.argv.slice(2);
 const n = Number(nArg);
-const sys = findSystem(`leasehold-${db}`);
-await sys.reset();
-const p = await sys.producer();
-const items = Array.from({ length: n }, (_, i) => ({ i }));
-for (let i = 0; i < n; i += 1000) await p.enqueueBulk(items.slice(i, i + 1000));
-await p.close();
-const url = db === 'postgres' ? `${PG_URL}?schema=bench_leasehold` : db === 'mysql' ? `${MYSQL_URL}/bench_leasehold` : `sqlite:${join(sqliteDir(), 'leasehold.db')}`;
-const storage = await lh.openStorage(url);
+const { storage, cleanup } = await seededStorage(db, n);
 const stats = new Map<string, { calls: number; ms: number; rows: number }>();
 const timed = new Proxy(storage, {
   get(t, k, r) {
@@ -51,5 +41,5 @@ const wall = performance.now() - t0;
 console.log(`${db}: ${n} jobs in ${Math.round(wall)} ms = ${Math.round(n / (wall / 1000))} jobs/s`);
 for (const [k, s] of stats) console.log(`  ${k.padEnd(16)} ${String(s.calls).padStart(6)} calls  ${(s.ms / s.calls).toFixed(2).padStart(8)} ms/call  ${(s.rows / s.calls).toFixed(1).padStart(7)} rows/call  ${Math.round(s.ms)} ms total`);
 await storage.close();
-await sys.cleanup();
+await cleanup();
 process.exit(0);
