@@ -1,8 +1,9 @@
 /**
  * MySQL/MariaDB effect ledger under load: a never-seen key is reserved by one INSERT and
  * recorded by one UPDATE (no transaction, no locking read of a missing key, which InnoDB
- * answers with a gap lock), and many leases reserving neighbouring new keys at once meet no
- * deadlock. The ledger's semantics are the conformance suite's (test/conformance/effects.ts).
+ * answers with a gap lock), many leases reserving neighbouring new keys at once meet no
+ * deadlock, and a record takes the job row before the effect row, as a reserve does. The
+ * ledger's semantics are the conformance suite's (test/conformance/effects.ts).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -88,5 +89,35 @@ describe('mysql specific: effect ledger', { skip: url === null }, () => {
     assert.ok(recorded.every(Boolean));
     assert.equal(await s.countEffects(), N);
     assert.equal(watched.deadlocks(), 0, 'statements that met a deadlock (each was retried)');
+  });
+
+  it('a record waiting for its job row holds no lock on the effect row (the job row first, as a reserve takes them)', async () => {
+    const s = make({ tablePrefix: 'ord_' });
+    await s.migrate();
+    await s.insertJobs([job('fx')]);
+    const [c] = await s.claimJobs({ workerId: 'w', types: ['fx'], queues: null, limit: 1, leaseMs: 60_000 });
+    const mine = { key: 'receipt:9', jobId: c!.id, leaseToken: c!.leaseToken };
+    assert.deepEqual(await s.reserveEffect(mine), { state: 'reserved' });
+    // another transaction (a heartbeat, a finish) holds the job row
+    const holder = await mysql.createConnection(dbUrl(db));
+    const prober = await mysql.createConnection(dbUrl(db));
+    try {
+      await holder.query('START TRANSACTION');
+      await holder.query('SELECT id FROM ord_jobs WHERE id = ? FOR UPDATE', [c!.id]);
+      const recording = s.completeEffect({ ...mine, result: 'sent' });
+      const waiting = async () => Number(((await prober.query(`SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'`))[0] as { n: number }[])[0]!.n);
+      for (let i = 0; i < 100 && (await waiting()) === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      // the effect row is free meanwhile: a locking read of it does not wait for the record
+      await prober.query('SET SESSION innodb_lock_wait_timeout = 1');
+      await prober.query('START TRANSACTION');
+      const [rows] = await prober.query('SELECT state FROM ord_effects WHERE effect_key = ? FOR UPDATE', [mine.key]);
+      assert.deepEqual(rows, [{ state: 'pending' }]);
+      await prober.query('COMMIT');
+      await holder.query('COMMIT');
+      assert.equal(await recording, true);
+    } finally {
+      await holder.end();
+      await prober.end();
+    }
   });
 });

@@ -47,6 +47,6 @@ export async function reserveSeenEffectOn(c: Queryable, sql: MysqlSql, p: Effect
 
 /** One fenced statement: this lease's pending reservation becomes done with its result. */
 export async function completeEffectOn(c: Queryable, sql: MysqlSql, p: EffectParams & { result: unknown }, jobId: bigint): Promise<boolean> {
-  const res = await exec(c, sql.completeEffect, [jobId, toJsonText(p.result), p.key, p.leaseToken]);
+  const res = await exec(c, sql.completeEffect, [p.key, toJsonText(p.result), jobId, p.leaseToken]);
   return res.affectedRows > 0;
 }

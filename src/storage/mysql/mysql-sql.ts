@@ -103,10 +103,13 @@ export function mysqlSql(prefix: string) {
     takeOverEffect: `-- leasehold takeOverEffect: take over a pending reservation left by another lease
       UPDATE ${effects} e SET e.job_id = ?, e.lease_token = ? WHERE e.effect_key = ? AND e.state = 'pending'
       AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.id = e.job_id AND j.lease_token = e.lease_token AND j.status = 'running')`,
+    // the job row is read (share-locked) before the effect row is locked, the order every
+    // reserve takes them in: the other order let a record, a reserve of the same key and a
+    // heartbeat deadlock
     completeEffect: `-- leasehold completeEffect: mark this lease's pending reservation done with its result, only while the lease runs its job
-      UPDATE ${effects} e JOIN ${jobs} j ON j.id = ? AND j.lease_token = e.lease_token AND j.status = 'running'
+      UPDATE ${jobs} j STRAIGHT_JOIN ${effects} e ON e.effect_key = ? AND e.lease_token = j.lease_token AND e.state = 'pending'
       SET e.state = 'done', e.result = ?, e.done_at = ${NOW}
-      WHERE e.effect_key = ? AND e.lease_token = ? AND e.state = 'pending'`,
+      WHERE j.id = ? AND j.lease_token = ? AND j.status = 'running'`,
     listEffects: (byJob: boolean): string =>
       `-- leasehold listEffects: effects, oldest first, optionally of one job
       SELECT effect_key, job_id, state, result, created_at, done_at FROM ${effects}${byJob ? ' WHERE job_id = ?' : ''} ORDER BY id LIMIT ?`,
