@@ -140,6 +140,28 @@ if (url !== null) {
       }
     });
 
+    it('one job is one INSERT … VALUES … RETURNING, not a JSON_TABLE, and comes back as stored', async () => {
+      const type = uniq('one');
+      const c = await mysql.createConnection(dbUrl(db));
+      const sent: string[] = [];
+      const recorder = { query: (o: { sql: string; values?: unknown }) => (sent.push(o.sql), c.query(o)) };
+      try {
+        const f = featuresOf((await run(c, mysqlSql('leasehold_').features))[0]);
+        const items = [job(type, { payload: { deep: [1, 'ü'] } }), job(type, { runAt: new Date(Date.UTC(2031, 0, 2, 3, 4, 5, 678)) }), job(type, { runAfterMs: 90_000, idempotencyKey: uniq('k') })];
+        for (const item of items) {
+          sent.length = 0;
+          const [r] = await insertJobsOn(recorder, mysqlSql('leasehold_'), prepareInsert([item]), f);
+          assert.deepEqual(await s.getJob(r!.job.id), r!.job);
+          assert.equal(r!.created, true);
+          const inserts = sent.filter((q) => /^-- leasehold insertJobs: insert/.test(q));
+          assert.deepEqual(inserts.map((q) => q.split('\n')[0]), ['-- leasehold insertJobs: insert one queued job']);
+          assert.doesNotMatch(inserts[0]!, /JSON_TABLE/);
+        }
+      } finally {
+        await c.end();
+      }
+    });
+
     it('a batch larger than one INSERT comes back whole, in order', async () => {
       const type = uniq('big');
       const pad = 'x'.repeat(1500);

@@ -9,7 +9,8 @@
  *   gap locks under READ COMMITTED): the INSERT fails as a whole with ER_DUP_ENTRY (InnoDB rolls
  *   back just that statement), and we read the keys again and insert what is left (in the
  *   end one item at a time).
- * - MariaDB: INSERT … SELECT from a JSON_TABLE of the rows … RETURNING (in insert order) only
+ * - MariaDB: one job is a one-row INSERT … VALUES … RETURNING; more are INSERT … SELECT from a
+ *   JSON_TABLE of the rows … RETURNING (in insert order), both returning only
  *   what the database chose; a run of alike jobs sends the shared values once and a JSON array of
  *   the payloads alone. MySQL has no RETURNING: a multi-row INSERT … VALUES ("simple
  *   insert") gets consecutive ids from LAST_INSERT_ID() in steps of @@auto_increment_increment,
@@ -162,6 +163,11 @@ async function insertChunk(c: Queryable, sql: MysqlSql, p: PreparedInsert, f: My
   };
   if (f.returning) {
     const first = p.jobs[chunk[0]!]!;
+    if (chunk.length === 1) {
+      const [r] = await run(c, sql.insertOneJob, rowValues(chunk[0]!));
+      if (!r) throw new Error('mysql insertJobs: no row came back for the job inserted');
+      return [insertedRow(r, p.jobs[chunk[0]!]!, p.payloads[chunk[0]!]!)];
+    }
     const run1 = chunk.length > 1 && chunk.every((i) => p.jobs[i]!.idempotencyKey === null && alikeButPayload(first, p.jobs[i]!));
     const got = run1
       ? await run(c, sql.insertRunJson, [

@@ -84,6 +84,16 @@ export function mysqlJobSql(prefix: string) {
         idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at)
       VALUES ${Array<string>(n).fill(INSERT_ROW).join(', ')}`,
     /**
+     * MariaDB: one queued job as a one-row VALUES … RETURNING (as insertJobsJson). For a single
+     * job the JSON_TABLE form costs more than it saves: 2,116 against 2,635 one-job commits/s
+     * side by side (.scratch measurement in the eighth round, docs/performance.md).
+     */
+    insertOneJob: `-- leasehold insertJobs: insert one queued job
+      INSERT INTO ${jobs} (queue, type, payload, status, priority, run_at, attempts, max_attempts,
+        idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at)
+      VALUES ${INSERT_ROW}
+      RETURNING id, run_at, created_at`,
+    /**
      * MariaDB: queued jobs from a JSON array of [queue, type, payload text, priority, runAt|null,
      * delay µs, max attempts, key|null, timeout, max runtime], inserted in array order; RETURNING
      * the values the database chose (every other column is what the row was given; created_at =
