@@ -149,4 +149,27 @@ export function listingTests(h: ConformanceHarness): void {
       assert.equal(await s.pruneJobs({ olderThanMs: 10, statuses: ['dead'], limit: 2 }), 0);
     });
   });
+
+  describe('job ids', () => {
+    const db = useDb(h);
+
+    // on a fresh database, so the pruned job is the newest: the effect ledger names pruned jobs
+    // by id, so no later job may take it (SQLite: the floor of schema 6)
+    it('a pruned job’s id is never handed out again, whether the next insert is one job or a run', async () => {
+      const s = db.storage;
+      const older = await insertAndClaim(s);
+      const newest = await insertAndClaim(s);
+      await finish(s, newest);
+      await sleep(30);
+      assert.equal(await s.pruneJobs({ olderThanMs: 10, statuses: ['succeeded'], limit: 10 }), 1);
+      assert.equal(await s.getJob(newest.id), null);
+      const type = uniq('ids');
+      const one = await s.insertJobs([newJob(type)]);
+      const run = await s.insertJobs([newJob(type), newJob(type), newJob(type)]);
+      const ids = [...one, ...run].map((r) => BigInt(r.job.id));
+      assert.ok(ids.every((id) => id > BigInt(newest.id)), `ids ${ids.join(', ')} after pruned ${newest.id}`);
+      assert.equal(new Set(ids).size, 4);
+      assert.ok(await s.getJob(older.id), 'the older job is kept');
+    });
+  });
 }

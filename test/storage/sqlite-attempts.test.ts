@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { SQLITE_MIGRATIONS, sqliteStorage } from '../../src/storage/sqlite/index.js';
+import { SQLITE_LATEST_VERSION, SQLITE_MIGRATIONS, sqliteStorage } from '../../src/storage/sqlite/index.js';
 import { withPrefix } from '../../src/storage/sqlite/sqlite-migrations.js';
 import { MIGRATIONS_SQL } from '../../src/storage/sqlite/sqlite-sql.js';
 import { job, tempFiles } from './sqlite-support.js';
@@ -19,6 +19,17 @@ describe('sqlite specific: attempt rows', () => {
     try {
       raw.prepare(`INSERT INTO ${prefix}job_attempts (job_id, attempt, worker_id, lease_token, started_at, outcome)
         SELECT id, attempts, locked_by, lease_token, started_at, 'running' FROM ${prefix}jobs WHERE id = ?`).run(Number(id));
+    } finally {
+      raw.close();
+    }
+  }
+  /** Queued jobs as a schema-2 worker inserted them: ids from AUTOINCREMENT. */
+  function insertAsSchema2(file: string, prefix: string, n: number): void {
+    const raw = new Database(file);
+    try {
+      const ins = raw.prepare(`INSERT INTO ${prefix}jobs (queue, type, payload, status, priority, run_at, max_attempts, timeout_ms, max_runtime_ms, created_at, updated_at)
+        VALUES ('default', 'm2', '{}', 'queued', 0, 0, 5, 60000, 60000, 0, 0)`);
+      for (let i = 0; i < n; i++) ins.run();
     } finally {
       raw.close();
     }
@@ -97,7 +108,7 @@ describe('sqlite specific: attempt rows', () => {
     const s = sqliteStorage({ path: file, tablePrefix: p });
     assert.equal(await s.schemaVersion(), 2);
     // what schema-2 workers leave behind: a running job with its open attempt row, a queued one
-    await s.insertJobs([job('m2'), job('m2')]);
+    insertAsSchema2(file, p, 2);
     const [old] = await s.claimJobs({ workerId: 'w2', types: ['m2'], queues: null, limit: 1, leaseMs: 30_000 });
     openAsSchema2(file, p, old!.id);
     const leaseIndex = (): unknown => {
@@ -110,7 +121,7 @@ describe('sqlite specific: attempt rows', () => {
     };
     assert.deepEqual(leaseIndex(), { u: 0 });
     const res = await s.migrate();
-    assert.deepEqual([res.from, res.to, res.applied.map((a) => a.version)], [2, 3, [3]]);
+    assert.deepEqual([res.from, res.to, res.applied.map((a) => a.version)], [2, SQLITE_LATEST_VERSION, [3, 6]]);
     assert.deepEqual(leaseIndex(), { u: 1 }, '(job_id, lease_token) is unique');
     assert.equal(attemptRows(file, p, old!.id), 1, 'the open row survived the migration');
     assert.deepEqual((await s.listAttempts(old!.id)).map((a) => [a.workerId, a.outcome]), [['w2', 'running']]);

@@ -167,6 +167,19 @@ export class SqliteDb {
    * a failing migration leaves nothing half-applied.
    */
   migrate(now: number): MigrateResult {
+    // a table rebuild needs foreign keys off, and the pragma is a no-op inside a transaction
+    const from = this.schemaVersion();
+    const rebuilds = SQLITE_MIGRATIONS.some((m) => m.rebuildsTables && m.version > from);
+    if (!rebuilds) return this.applyMigrations(now, false);
+    this.db.pragma('foreign_keys = OFF');
+    try {
+      return this.applyMigrations(now, true);
+    } finally {
+      this.db.pragma('foreign_keys = ON');
+    }
+  }
+
+  private applyMigrations(now: number, checkKeys: boolean): MigrateResult {
     return this.write(() => {
       this.db.exec(withPrefix(MIGRATIONS_SQL.createLedger, this.prefix));
       const from = (this.db.prepare(withPrefix(MIGRATIONS_SQL.maxVersion, this.prefix)).get() as { v: number }).v;
@@ -179,6 +192,8 @@ export class SqliteDb {
         record.run({ version: m.version, name: m.name, now });
         applied.push({ version: m.version, name: m.name });
       }
+      // the rebuilt tables must hold what their keys promise before anything commits
+      if (checkKeys && (this.db.pragma('foreign_key_check') as unknown[]).length > 0) throw new Error('sqlite migrate: a rebuilt table breaks a foreign key');
       return { from, to: Math.max(from, ...applied.map((a) => a.version)), applied };
     });
   }

@@ -80,14 +80,15 @@ function writeSegment(c: SqliteDb, now: number, seg: Prepared[], out: InsertResu
   const first = seg[0] as Prepared;
   const j = first.job;
   if (seg.length > 1) {
+    const firstId = (c.stmt(JOB_SQL.nextJobId).get() as { id: number }).id;
     const r = c.stmt(JOB_SQL.insertRun).run({
+      firstId,
       queue: j.queue, type: j.type, priority: j.priority, runAt: first.runAt, maxAttempts: j.maxAttempts,
       timeoutMs: j.timeoutMs, maxRuntimeMs: j.maxRuntimeMs, now, payloads: JSON.stringify(seg.map((p) => p.json)),
     });
-    if (r.changes !== seg.length) throw new Error(`sqlite: a run of ${seg.length} ${j.type} jobs inserted ${r.changes} rows`);
-    // AUTOINCREMENT under the write lock hands one statement's rows consecutive ids, in the
-    // statement's (array) order: the last one is lastInsertRowid
-    const firstId = Number(r.lastInsertRowid) - seg.length + 1;
+    if (r.changes !== seg.length || Number(r.lastInsertRowid) !== firstId + seg.length - 1) {
+      throw new Error(`sqlite: a run of ${seg.length} ${j.type} jobs from id ${firstId} inserted ${r.changes} rows, the last ${r.lastInsertRowid}`);
+    }
     for (let k = 0; k < seg.length; k++) out.push({ job: insertedRow(firstId + k, seg[k] as Prepared, now), created: true });
     return;
   }
@@ -118,9 +119,9 @@ export function insertJobs(c: SqliteDb, now: number, jobs: readonly NewJob[]): I
     for (const seg of segs) writeSegment(c, now, seg, out);
     return out;
   };
-  // a single unkeyed statement is atomic by itself; a key lookup + insert, or several
-  // statements, need one IMMEDIATE transaction
-  const lone = segs.length === 1 && (segs[0] as Prepared[])[0]?.job.idempotencyKey === null;
+  // one unkeyed job is one statement, atomic by itself; a key lookup + insert, a run (its first
+  // id is read first) or several statements need one IMMEDIATE transaction
+  const lone = prepared.length === 1 && prepared[0]?.job.idempotencyKey === null;
   return lone ? c.read(writeAll) : c.write(writeAll);
 }
 

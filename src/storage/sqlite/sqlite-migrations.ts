@@ -4,8 +4,8 @@
  *
  * Conventions: times are INTEGER epoch milliseconds taken from the process clock (SQLite is
  * in-process, so the "database clock" of the contract is the clock of the process that writes);
- * JSON is stored as TEXT; ids are INTEGER PRIMARY KEY AUTOINCREMENT so an id is never reused,
- * even after pruning, and "newest first" is "id descending".
+ * JSON is stored as TEXT; an id is never reused, even after pruning (AUTOINCREMENT until schema 3,
+ * then the floor of migration 6), and "newest first" is "id descending".
  *
  * Never edit a migration that has shipped: add a new one with the next version.
  */
@@ -13,7 +13,18 @@ export interface SqliteMigration {
   readonly version: number;
   readonly name: string;
   readonly sql: string;
+  /**
+   * The migration rebuilds a table others reference: it runs with foreign keys off (with them
+   * on, dropping the old table would first delete its rows and cascade to their children), and
+   * the keys are checked before it commits.
+   */
+  readonly rebuildsTables?: true;
 }
+
+/** jobs' columns in table order (schema 2 on), for a rebuild's copy. */
+const JOB_COLUMNS = `id, queue, type, payload, status, priority, run_at, attempts, max_attempts, idempotency_key, locked_by,
+  lease_token, locked_until, heartbeat_at, started_at, finished_at, last_error_code, last_error, timeout_ms, max_runtime_ms,
+  created_at, updated_at, schedule_name, slot_at`;
 
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
@@ -168,6 +179,68 @@ CREATE TABLE {p}locks (
 -- is one rowid lookup per insert.
 DROP INDEX {p}job_attempts_job_idx;
 CREATE UNIQUE INDEX {p}job_attempts_job_idx ON {p}job_attempts (job_id, lease_token);
+`,
+  },
+  {
+    // 6: the numbers mean the same change in every dialect, and PostgreSQL has 4 and 5
+    version: 6,
+    name: 'job ids from a floor instead of AUTOINCREMENT',
+    rebuildsTables: true,
+    sql: `
+-- AUTOINCREMENT rewrote its sqlite_sequence row on every insert: a third page per one-job
+-- commit. Ids stay never reused another way: a new id is above both the largest id in the table
+-- and the floor, and the floor is raised to any id deleted above it (the trigger below), so it
+-- is at least every id ever handed out that is no longer in the table. It starts at the
+-- sequence AUTOINCREMENT kept. The effect ledger outlives pruned jobs and names them by id.
+CREATE TABLE {p}job_id_floor (
+  one   INTEGER NOT NULL PRIMARY KEY CHECK (one = 1),
+  floor INTEGER NOT NULL
+) STRICT;
+INSERT INTO {p}job_id_floor (one, floor)
+  VALUES (1, coalesce((SELECT seq FROM sqlite_sequence WHERE name = '{p}jobs'), 0));
+
+-- jobs, the same columns, the id a plain INTEGER PRIMARY KEY (the rowid)
+CREATE TABLE {p}jobs_v6 (
+  id              INTEGER PRIMARY KEY,
+  queue           TEXT    NOT NULL,
+  type            TEXT    NOT NULL,
+  payload         TEXT    NOT NULL,
+  status          TEXT    NOT NULL CHECK (status IN ('queued','running','succeeded','failed','dead','cancelled')),
+  priority        INTEGER NOT NULL DEFAULT 0,
+  run_at          INTEGER NOT NULL,
+  attempts        INTEGER NOT NULL DEFAULT 0,
+  max_attempts    INTEGER NOT NULL,
+  idempotency_key TEXT,
+  locked_by       TEXT,
+  lease_token     TEXT,
+  locked_until    INTEGER,
+  heartbeat_at    INTEGER,
+  started_at      INTEGER,
+  finished_at     INTEGER,
+  last_error_code TEXT,
+  last_error      TEXT,
+  timeout_ms      INTEGER NOT NULL,
+  max_runtime_ms  INTEGER NOT NULL,
+  created_at      INTEGER NOT NULL,
+  updated_at      INTEGER NOT NULL,
+  schedule_name   TEXT,
+  slot_at         INTEGER
+) STRICT;
+INSERT INTO {p}jobs_v6 (${JOB_COLUMNS}) SELECT ${JOB_COLUMNS} FROM {p}jobs;
+DROP TABLE {p}jobs;
+ALTER TABLE {p}jobs_v6 RENAME TO {p}jobs;
+
+-- the indexes of schemas 1 and 2, unchanged
+CREATE INDEX {p}jobs_claim_idx ON {p}jobs (priority, run_at, id) WHERE status IN ('queued','failed');
+CREATE INDEX {p}jobs_running_idx ON {p}jobs (locked_until) WHERE status = 'running';
+CREATE UNIQUE INDEX {p}jobs_idempotency_key_idx ON {p}jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX {p}jobs_finished_at_idx ON {p}jobs (finished_at) WHERE finished_at IS NOT NULL;
+CREATE UNIQUE INDEX {p}jobs_schedule_slot_idx ON {p}jobs (schedule_name, slot_at) WHERE schedule_name IS NOT NULL;
+
+-- whatever deletes a job (pruning, an operator's SQL) raises the floor past its id
+CREATE TRIGGER {p}jobs_id_floor AFTER DELETE ON {p}jobs
+  WHEN OLD.id > (SELECT floor FROM {p}job_id_floor)
+  BEGIN UPDATE {p}job_id_floor SET floor = OLD.id; END;
 `,
   },
 ];

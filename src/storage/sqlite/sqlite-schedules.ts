@@ -13,6 +13,7 @@ import type { JobRow } from '../../core/storage.js';
 import type { SqliteDb } from './sqlite-db.js';
 import { jsonOrNull, toJobRow } from './sqlite-rows.js';
 import type { SqlJob } from './sqlite-rows.js';
+import { NEXT_JOB_ID } from './sqlite-sql.js';
 
 const SCHEDULE_SQL = {
   upsert: `-- leasehold schedules.upsert: insert a schedule, or change it keeping enabled/created_at, and next_run_at unless the timing changed
@@ -49,9 +50,9 @@ const SCHEDULE_SQL = {
   touch: `-- leasehold schedules.touch: mark a run-now
     UPDATE {p}schedules SET last_run_at = @now WHERE name = @name`,
   insertSlotJob: `-- leasehold schedules.insertSlotJob: one job for a slot; the unique (schedule_name, slot_at) index turns a second insert into nothing
-    INSERT INTO {p}jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts,
+    INSERT INTO {p}jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts,
       timeout_ms, max_runtime_ms, created_at, updated_at, schedule_name, slot_at)
-    VALUES (@queue, @type, @payload, 'queued', @priority, @now, 0, @maxAttempts, @timeoutMs, @maxRuntimeMs, @now, @now, @name, @slot)
+    VALUES (${NEXT_JOB_ID}, @queue, @type, @payload, 'queued', @priority, @now, 0, @maxAttempts, @timeoutMs, @maxRuntimeMs, @now, @now, @name, @slot)
     ON CONFLICT DO NOTHING RETURNING *`,
 } as const;
 
