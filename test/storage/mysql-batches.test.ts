@@ -144,7 +144,7 @@ if (url !== null) {
       const type = uniq('one');
       const c = await mysql.createConnection(dbUrl(db));
       const sent: string[] = [];
-      const recorder = { query: (o: { sql: string; values?: unknown }) => (sent.push(o.sql), c.query(o)) };
+      const recorder = { query: (o: mysql.QueryOptions) => (sent.push(o.sql), c.query(o)) };
       try {
         const f = featuresOf((await run(c, mysqlSql('leasehold_').features))[0]);
         const items = [job(type, { payload: { deep: [1, 'ü'] } }), job(type, { runAt: new Date(Date.UTC(2031, 0, 2, 3, 4, 5, 678)) }), job(type, { runAfterMs: 90_000, idempotencyKey: uniq('k') })];
