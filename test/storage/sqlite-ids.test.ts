@@ -54,12 +54,16 @@ describe('sqlite specific: job ids', () => {
     const db = new Database(file);
     db.prepare(`DELETE FROM ${p}job_attempts WHERE job_id IN (4, 5)`).run();
     db.prepare(`DELETE FROM ${p}jobs WHERE id IN (4, 5)`).run();
+    // an attempt row an operator orphaned (the sqlite3 shell runs with foreign keys off): not
+    // the rebuild's doing, so it does not stop the migration
+    db.pragma('foreign_keys = OFF');
+    db.prepare(`INSERT INTO ${p}job_attempts (job_id, attempt, worker_id, lease_token, started_at, outcome) VALUES (99, 1, 'w', 't', 0, 'running')`).run();
     db.close();
 
     const res = await s.migrate();
     assert.deepEqual([res.from, res.to, res.applied.map((a) => a.version)], [3, SQLITE_LATEST_VERSION, [6]]);
     assert.deepEqual(query(file, `SELECT id FROM ${p}jobs ORDER BY id`), [{ id: 1 }, { id: 2 }, { id: 3 }]);
-    assert.deepEqual(query(file, `SELECT job_id FROM ${p}job_attempts ORDER BY job_id`), [{ job_id: 1 }, { job_id: 2 }, { job_id: 3 }], 'attempt rows survive the rebuild');
+    assert.deepEqual(query(file, `SELECT job_id FROM ${p}job_attempts ORDER BY job_id`), [{ job_id: 1 }, { job_id: 2 }, { job_id: 3 }, { job_id: 99 }], 'attempt rows survive the rebuild');
     assert.deepEqual(query(file, `SELECT floor FROM ${p}job_id_floor`), [{ floor: 5 }], 'the floor starts at the old sequence');
     assert.deepEqual(query(file, `SELECT name FROM sqlite_sequence WHERE name = '${p}jobs'`), [], 'no AUTOINCREMENT left on jobs');
     const indexes = query<{ name: string }>(file, `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '${p}jobs' AND sql IS NOT NULL ORDER BY name`);
@@ -71,19 +75,25 @@ describe('sqlite specific: job ids', () => {
     assert.deepEqual(run.map((r) => r.job.id), ['7', '8'], 'a run takes consecutive ids in order');
     // foreign keys are on again: pruning still takes the attempt rows with their job
     assert.equal(await s.pruneJobs({ olderThanMs: -1, statuses: ['succeeded'], limit: 10 }), 3);
-    assert.deepEqual(query(file, `SELECT count(*) AS n FROM ${p}job_attempts`), [{ n: 0 }]);
+    assert.deepEqual(query(file, `SELECT job_id FROM ${p}job_attempts`), [{ job_id: 99 }]);
     const [after] = await s.insertJobs([job('m3')]);
     assert.equal(after!.job.id, '9');
     await s.close();
   });
 
-  it('deleting the newest job by hand raises the floor: the next id is still new', async () => {
+  it('deleting the newest job by hand raises the floor: the next id is still new, and code that ignores the floor is refused', async () => {
     const file = tempFile();
     const s = sqliteStorage({ path: file });
     await s.migrate();
     const [a, b] = await s.insertJobs([job('hand'), job('other')]);
     const db = new Database(file);
     db.prepare('DELETE FROM leasehold_jobs WHERE id = ?').run(Number(b!.job.id));
+    // code from before schema 6 would let SQLite take max(id) + 1, the deleted id: refused
+    assert.throws(
+      () => db.prepare(`INSERT INTO leasehold_jobs (queue, type, payload, status, run_at, max_attempts, timeout_ms, max_runtime_ms, created_at, updated_at)
+        VALUES ('default', 'old', '{}', 'queued', 0, 1, 1, 1, 0, 0)`).run(),
+      /older than schema 6/,
+    );
     db.close();
     const [c] = await s.insertJobs([job('hand')]);
     assert.ok(Number(c!.job.id) > Number(b!.job.id), `${c!.job.id} after deleted ${b!.job.id}`);

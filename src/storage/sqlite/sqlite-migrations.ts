@@ -241,6 +241,12 @@ CREATE UNIQUE INDEX {p}jobs_schedule_slot_idx ON {p}jobs (schedule_name, slot_at
 CREATE TRIGGER {p}jobs_id_floor AFTER DELETE ON {p}jobs
   WHEN OLD.id > (SELECT floor FROM {p}job_id_floor)
   BEGIN UPDATE {p}job_id_floor SET floor = OLD.id; END;
+
+-- code from before schema 6 (a worker still running through the upgrade, an app that only
+-- enqueues) lets SQLite pick max(id) + 1, which can be a pruned job's id: it fails instead
+CREATE TRIGGER {p}jobs_id_above_floor AFTER INSERT ON {p}jobs
+  WHEN NEW.id <= (SELECT floor FROM {p}job_id_floor)
+  BEGIN SELECT RAISE(ABORT, 'leasehold: this job id was used by a deleted job; the process inserting it runs a leasehold older than schema 6'); END;
 `,
   },
 ];
