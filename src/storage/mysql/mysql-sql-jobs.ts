@@ -86,7 +86,7 @@ export function mysqlJobSql(prefix: string) {
     /**
      * MariaDB: one queued job as a one-row VALUES … RETURNING (as insertJobsJson). For a single
      * job the JSON_TABLE form costs more than it saves: 2,116 against 2,635 one-job commits/s
-     * side by side (.scratch measurement in the eighth round, docs/performance.md).
+     * side by side on one connection (eighth round, docs/performance.md).
      */
     insertOneJob: `-- leasehold insertJobs: insert one queued job
       INSERT INTO ${jobs} (queue, type, payload, status, priority, run_at, attempts, max_attempts,
