@@ -1,5 +1,6 @@
 export * from './claim-size.js';
 export * from './decide.js';
+export * from './effects.js';
 export * from './errors.js';
 export * from './job-input.js';
 export * from './lease.js';

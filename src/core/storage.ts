@@ -40,6 +40,9 @@
  *   (job_id and lease_token become ours) → 'reserved'; a 'pending' row whose holder still runs
  *   under its lease (another live job using the same key) → 'busy', nothing written.
  *   completeEffect: fenced the same way; pending row under this token → 'done' with result.
+ *   reserveEffects / completeEffects (optional): the same for several effects with distinct
+ *   keys in one write, each item's answer as if it had been asked alone, in input order. An
+ *   adapter without them gets one call per effect from the runtime.
  * - Schedules and locks: the exact semantics are in the header of ./schedules.ts.
  * - pruneJobs deletes jobs (and their attempts) whose status is listed and whose finished_at is
  *   older than now - olderThanMs, at most `limit`. The effect ledger is never pruned with them.
@@ -174,6 +177,10 @@ export interface Storage {
   reserveEffect(params: EffectParams): Promise<EffectReservation>;
   /** Mark done with its result; false when the lease (or the reservation) is gone. */
   completeEffect(params: EffectParams & { result: unknown }): Promise<boolean>;
+  /** reserveEffect for several effects at once (keys distinct, else it throws); answers in input order. */
+  reserveEffects?(params: readonly EffectParams[]): Promise<EffectReservation[]>;
+  /** completeEffect for several effects at once (keys distinct, else it throws); answers in input order. */
+  completeEffects?(params: readonly (EffectParams & { result: unknown })[]): Promise<boolean[]>;
   /** Newest first. */
   listEffects(params: { jobId?: string; limit: number }): Promise<EffectRow[]>;
   countEffects(): Promise<number>;

@@ -1,14 +1,49 @@
-/** The effect ledger behind ctx.once: reserve, complete, take over, fencing. */
+/**
+ * The effect ledger behind ctx.once: reserve, complete, take over, fencing. Every scenario runs
+ * twice: through reserveEffect/completeEffect, and through the batched reserveEffects/
+ * completeEffects with one item (skipped where the adapter has no batched calls), since each
+ * item of a batch must be answered as if it had been asked alone.
+ */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it as itTest } from 'node:test';
+import type { Storage } from '../../src/core/storage.js';
 import type { ConformanceHarness } from './index.js';
+import { effectBatchTests } from './effects-batch.js';
 import { WRONG_TOKEN, assertBetween, claimOne, finish, insertAndClaim, newJob, uniq, useDb } from './helpers.js';
 
 const RESULT = { messageId: 'm-42', recipients: ['a@b.c', 'ü@ñ.de'], nested: { ok: true, n: 3.5 } };
 
+/** The storage with reserveEffect/completeEffect answered by one-item batches. */
+function viaBatches(s: Storage): Storage {
+  return new Proxy(s, {
+    get(target, prop) {
+      if (prop === 'reserveEffect') return async (p: Parameters<Storage['reserveEffect']>[0]) => (await target.reserveEffects!([p]))[0];
+      if (prop === 'completeEffect') return async (p: Parameters<Storage['completeEffect']>[0]) => (await target.completeEffects!([p]))[0];
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
 export function effectTests(h: ConformanceHarness): void {
-  describe('effects', () => {
-    const db = useDb(h);
+  for (const batched of [false, true]) effectScenarios(h, batched);
+  effectBatchTests(h);
+}
+
+function effectScenarios(h: ConformanceHarness, batched: boolean): void {
+  describe(batched ? 'effects, through one-item batches' : 'effects', () => {
+    const raw = useDb(h);
+    const db = {
+      get storage(): Storage {
+        return batched ? viaBatches(raw.storage) : raw.storage;
+      },
+    };
+    // a plain `it` when asked one at a time; skipped where the adapter has no batched calls
+    const it = (name: string, fn: () => Promise<void>) =>
+      itTest(name, async (t) => {
+        if (batched && (!raw.storage.reserveEffects || !raw.storage.completeEffects)) return t.skip(`${h.name} has no batched effect calls`);
+        await fn();
+      });
 
     it('reserveEffect is lost unless the job is running under this token', async () => {
       const s = db.storage;

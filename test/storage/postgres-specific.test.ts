@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { quoteSchema } from '../../src/storage/postgres/index.js';
+import { effectsSql } from '../../src/storage/postgres/postgres-sql-effects.js';
 import { jobsSql } from '../../src/storage/postgres/postgres-sql-jobs.js';
 import { serverFor } from '../support/databases.js';
 import { job, postgresFixtures } from './postgres-support.js';
@@ -89,6 +90,34 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
     const finishPlan = plans.filter((p) => /items AS/.test(p)).join('\n----\n');
     assert.match(finishPlan, /Index Scan using jobs_pkey on jobs j /, finishPlan);
     assert.doesNotMatch(finishPlan, /Merge Join|Hash Join|Seq Scan|jobs_running_lease_idx/, finishPlan);
+  });
+
+  it('the effect ledger\'s batch functions look jobs and effects up by primary key, even on small unanalyzed tables', async () => {
+    // a plan cached while the tables were this small would scan them whole for every batch
+    // later on (a sequential scan of 20 rows is what the planner picks when it may)
+    const s = fresh();
+    await s.migrate();
+    const q = quoteSchema(s.schema);
+    await s.insertJobs(Array.from({ length: 20 }, () => job('fx')));
+    const claimed = await s.claimJobs({ workerId: 'w', types: ['fx'], queues: null, limit: 20, leaseMs: 30_000 });
+    const c = await client();
+    const plans: string[] = [];
+    c.on('notice', (n) => plans.push(n.message ?? ''));
+    await c.query("LOAD 'auto_explain'");
+    await c.query('SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice; SET client_min_messages = notice');
+    const fx = effectsSql(q);
+    const keys = claimed.map((j) => `fx-${j.id}`);
+    const args = [keys, claimed.map((j) => j.id), claimed.map((j) => j.leaseToken)];
+    const reserved = (await c.query(fx.reserveEffects, args)).rows;
+    assert.equal(reserved.filter((r) => r.held && r.reserved).length, 20);
+    assert.equal((await c.query(fx.getEffects, [keys])).rows.length, 20);
+    assert.equal((await c.query(fx.completeEffects, [...args, keys.map(() => 'null')])).rows.length, 20);
+    const inner = plans.filter((p) => /input AS|locked AS|e\.key = ANY/.test(p));
+    assert.equal(inner.length, 3, plans.join('\n----\n'));
+    const all = inner.join('\n----\n');
+    assert.match(all, /Index Scan using jobs_pkey on jobs/, all);
+    assert.match(all, /Index Scan using effects_pkey on effects/, all);
+    assert.doesNotMatch(all, /Seq Scan on (jobs|effects)|Bitmap Heap Scan on (jobs|effects)|Scan using jobs_running_lease_idx/, all);
   });
 
   it('a batch of successes and a heartbeat over the same leases, sent in opposite orders, wait for each other instead of deadlocking', async () => {

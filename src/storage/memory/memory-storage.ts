@@ -5,6 +5,7 @@
  * "now" is the injected clock. Rows handed out are always copies.
  */
 import { LeaseholdError } from '../../core/errors.js';
+import { assertDistinctEffectKeys } from '../../core/effects.js';
 import type { AttemptRow, Capabilities, ClaimParams, ClaimedJob, EffectParams, EffectReservation, EffectRow, ExpiredLease } from '../../core/storage.js';
 import type { FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, JobQuery } from '../../core/storage.js';
 import type { JobRow, MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow } from '../../core/storage.js';
@@ -129,6 +130,18 @@ export class MemoryStorage implements Storage {
 
   async completeEffect(p: EffectParams & { result: unknown }): Promise<boolean> {
     return ledger.completeEffect(this.t, p, this.nowDate());
+  }
+
+  async reserveEffects(ps: readonly EffectParams[]): Promise<EffectReservation[]> {
+    assertDistinctEffectKeys(ps, 'reserveEffects');
+    const now = this.nowDate();
+    return ps.map((p) => ledger.reserveEffect(this.t, p, now));
+  }
+
+  async completeEffects(ps: readonly (EffectParams & { result: unknown })[]): Promise<boolean[]> {
+    assertDistinctEffectKeys(ps, 'completeEffects');
+    const now = this.nowDate();
+    return ps.map((p) => ledger.completeEffect(this.t, p, now));
   }
 
   async listEffects(p: { jobId?: string; limit: number }): Promise<EffectRow[]> {

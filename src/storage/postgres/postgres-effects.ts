@@ -1,15 +1,20 @@
 /**
  * The effect ledger behind `ctx.once` on PostgreSQL: reserve an effect under the job's lease,
- * record it done, list and count. Plain functions over the pool that PostgresStorage delegates
- * to; the SQL is in postgres-sql-admin.ts. A job id that is not one holds no lease.
+ * record it done (one at a time, or a batch through the functions of migration 7), list and
+ * count. Plain functions over the pool that PostgresStorage delegates to; the SQL is in
+ * postgres-sql-effects.ts (writes) and postgres-sql-admin.ts (listing). A job id that is not
+ * one holds no lease.
  */
+import { assertDistinctEffectKeys } from '../../core/effects.js';
 import { TransientStorageError } from '../../core/errors.js';
 import type { EffectParams, EffectReservation, EffectRow } from '../../core/storage.js';
 import { prepared, query, type Prepared } from './postgres-db.js';
 import { jsonParam, toEffectRow, validId, type Queryable } from './postgres-rows.js';
 import type { adminSql } from './postgres-sql-admin.js';
+import type { effectsSql } from './postgres-sql-effects.js';
 
 type AdminSql = ReturnType<typeof adminSql>;
+type EffectsSql = ReturnType<typeof effectsSql>;
 
 /**
  * The two writes of every `ctx.once`, and the read after a reserve that did not land, as named
@@ -20,10 +25,14 @@ export interface EffectStatements {
   reserveEffect: Prepared;
   getEffect: Prepared;
   completeEffect: Prepared;
+  reserveEffects: Prepared;
+  getEffects: Prepared;
+  completeEffects: Prepared;
 }
 
-export function effectStatements(sql: AdminSql): EffectStatements {
-  return { reserveEffect: prepared(sql.reserveEffect), getEffect: prepared(sql.getEffect), completeEffect: prepared(sql.completeEffect) };
+export function effectStatements(sql: EffectsSql): EffectStatements {
+  const names = ['reserveEffect', 'getEffect', 'completeEffect', 'reserveEffects', 'getEffects', 'completeEffects'] as const;
+  return Object.fromEntries(names.map((n) => [n, prepared(sql[n])])) as unknown as EffectStatements;
 }
 
 export async function reserveEffect(db: Queryable, sql: EffectStatements, p: EffectParams): Promise<EffectReservation> {
@@ -39,6 +48,45 @@ export async function reserveEffect(db: Queryable, sql: EffectStatements, p: Eff
     if (e?.state === 'pending') return { state: 'busy' };
   }
   throw new TransientStorageError(`postgres: effect "${p.key}" kept changing during reserveEffect; retry`);
+}
+
+/**
+ * Several reserves in one statement (one commit). An item whose row was neither reserved nor
+ * found afterwards (it changed in between) is asked again alone, as reserveEffect retries.
+ */
+export async function reserveEffects(db: Queryable, sql: EffectStatements, ps: readonly EffectParams[]): Promise<EffectReservation[]> {
+  assertDistinctEffectKeys(ps, 'reserveEffects');
+  const out: (EffectReservation | undefined)[] = ps.map((p) => (validId(p.jobId) === null ? { state: 'lost' } : undefined));
+  const asked = ps.flatMap((p, i) => (out[i] === undefined ? [{ p, i }] : []));
+  if (asked.length === 0) return out as EffectReservation[];
+  const rows = await query(db, 'reserveEffects', sql.reserveEffects, [asked.map((a) => a.p.key), asked.map((a) => validId(a.p.jobId)), asked.map((a) => a.p.leaseToken)]);
+  const seen: { p: EffectParams; i: number }[] = [];
+  for (const r of rows) {
+    const a = asked[Number(r.ord) - 1]!;
+    if (!r.held) out[a.i] = { state: 'lost' };
+    else if (r.reserved) out[a.i] = { state: 'reserved' };
+    else seen.push(a);
+  }
+  if (seen.length > 0) {
+    const effects = new Map((await query(db, 'reserveEffects', sql.getEffects, [seen.map((a) => a.p.key)])).map((e) => [e.effect_key as string, e]));
+    for (const a of seen) {
+      const e = effects.get(a.p.key);
+      if (e?.state === 'done') out[a.i] = { state: 'done', result: e.result ?? null };
+      else if (e?.state === 'pending') out[a.i] = { state: 'busy' };
+      else out[a.i] = await reserveEffect(db, sql, a.p);
+    }
+  }
+  return out as EffectReservation[];
+}
+
+/** Several records in one statement (one commit); true where this lease's pending row became done. */
+export async function completeEffects(db: Queryable, sql: EffectStatements, ps: readonly (EffectParams & { result: unknown })[]): Promise<boolean[]> {
+  assertDistinctEffectKeys(ps, 'completeEffects');
+  const valid = ps.filter((p) => validId(p.jobId) !== null);
+  if (valid.length === 0) return ps.map(() => false);
+  const params = [valid.map((p) => p.key), valid.map((p) => validId(p.jobId)), valid.map((p) => p.leaseToken), valid.map((p) => jsonParam(p.result))];
+  const done = new Set((await query(db, 'completeEffects', sql.completeEffects, params)).map((r) => r.done_key as string));
+  return ps.map((p) => validId(p.jobId) !== null && done.has(p.key));
 }
 
 export async function completeEffect(db: Queryable, sql: EffectStatements, p: EffectParams & { result: unknown }): Promise<boolean> {

@@ -18,6 +18,7 @@
  * The bodies are the statements of postgres-sql-jobs.ts ($1… are the function's arguments).
  * A change to those statements needs a new migration that replaces these functions.
  */
+import { effectsSql } from './postgres-sql-effects.js';
 import { jobsSql } from './postgres-sql-jobs.js';
 
 /** The job row's columns and types, as the claim function returns them. */
@@ -81,6 +82,34 @@ CREATE OR REPLACE FUNCTION ${s}.finish_succeeded(ids bigint[], tokens text[])
 RETURNS TABLE (ord bigint)
 LANGUAGE plpgsql VOLATILE ${INDEXED}
 AS ${body(jobsSql(s).finishSucceededUnlocked)};
+`;
+}
+
+/**
+ * Migration 7: the effect ledger's batched writes (postgres-sql-effects.ts), for the worker's
+ * batches of `ctx.once` calls. Their arrays are looked up in the jobs and effects tables by
+ * primary key; a plan cached while either table was small would scan it whole for every batch.
+ */
+export function migration7Functions(s: string): string {
+  const sql = effectsSql(s);
+  return `
+-- reserve_effects: reserve several effects under their leases; held and reserved per position
+CREATE FUNCTION ${s}.reserve_effects(keys text[], job_ids bigint[], tokens text[])
+RETURNS TABLE (ord bigint, held boolean, reserved boolean)
+LANGUAGE plpgsql VOLATILE ${INDEXED}
+AS ${body(sql.reserveEffectsBody)};
+
+-- get_effects: the state and result of each of these effects that exists
+CREATE FUNCTION ${s}.get_effects(keys text[])
+RETURNS TABLE (effect_key text, state text, result json)
+LANGUAGE plpgsql STABLE ${INDEXED}
+AS ${body(sql.getEffectsBody)};
+
+-- complete_effects: mark these leases' pending effects done; returns the keys recorded
+CREATE FUNCTION ${s}.complete_effects(keys text[], job_ids bigint[], tokens text[], results json[])
+RETURNS TABLE (done_key text)
+LANGUAGE plpgsql VOLATILE ${INDEXED}
+AS ${body(sql.completeEffectsBody)};
 `;
 }
 

@@ -2,13 +2,14 @@
  * Versioned, forward-only migrations for PostgreSQL. A version number means the same change in
  * every dialect that has it (1 = the initial schema of jobs, attempts, effects and workers;
  * 3, the hot path as functions, exists on PostgreSQL only; 4, lease tokens from a base the worker
- * sends, too). Each entry's
+ * sends, too; 6, job ids without AUTOINCREMENT, is SQLite's alone, so PostgreSQL has no 6; 7, the
+ * effect ledger's batches as functions, is PostgreSQL's). Each entry's
  * `sql` is a function of the quoted schema name, so several leasehold installations can share
  * one database. `migrate()` runs them in one transaction under an advisory lock (see
  * postgres-storage.ts), so two processes migrating at once apply each version exactly once.
  */
 
-import { hotPathFunctions, migration4Functions, migration5Functions } from './postgres-functions.js';
+import { hotPathFunctions, migration4Functions, migration5Functions, migration7Functions } from './postgres-functions.js';
 
 export interface PostgresMigration {
   version: number;
@@ -180,6 +181,14 @@ ${migration4Functions(s)}`,
     sql: (s) => `
 -- the update takes the row locks itself, in id order: one lock record and one pass fewer per job
 ${migration5Functions(s)}`,
+  },
+  {
+    version: 7,
+    name: "the effect ledger's batched writes as functions",
+    sql: (s) => `
+-- a worker writes the ctx.once calls of its concurrent attempts together: one call reserves a
+-- batch, one records a batch, each with plans that look every key and job up by primary key
+${migration7Functions(s)}`,
   },
 ];
 

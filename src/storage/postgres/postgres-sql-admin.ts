@@ -1,7 +1,8 @@
 /**
- * SQL for reads, admin operations, retention, the effect ledger, workers and the migrations
- * ledger. Each statement starts with a one-line `--` header saying what it does. Times come
- * from the database clock; `s` is the quoted schema name.
+ * SQL for reads, admin operations, retention, the effect ledger's listing, workers and the
+ * migrations ledger (the ledger's writes are in postgres-sql-effects.ts). Each statement starts
+ * with a one-line `--` header saying what it does. Times come from the database clock; `s` is
+ * the quoted schema name.
  */
 
 import { JOB_COLUMNS, NOW, durationSince, jobColumns, ms } from './postgres-sql-jobs.js';
@@ -101,38 +102,6 @@ WITH victims AS (
   DELETE FROM ${s}.job_attempts a USING gone g WHERE a.job_id = g.id
 )
 SELECT count(*)::int AS n FROM gone`,
-
-    /**
-     * $1 key, $2 job id, $3 lease token. held = our lease is valid; reserved = inserted, already
-     * ours, or taken over from a holder whose job no longer runs under its lease.
-     */
-    reserveEffect: `-- leasehold reserveEffect: under a held lease, insert the effect as pending, or take over a pending one whose holder's lease is gone
-WITH lease AS (
-  SELECT id FROM ${s}.jobs
-  WHERE id = $2::bigint AND lease_token = $3::text AND status = 'running' FOR SHARE
-), up AS (
-  INSERT INTO ${s}.effects (key, job_id, lease_token, state, created_at)
-  SELECT $1::text, lease.id, $3::text, 'pending', ${NOW} FROM lease
-  ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, lease_token = excluded.lease_token
-  WHERE ${s}.effects.state = 'pending'
-    AND (${s}.effects.lease_token = excluded.lease_token OR NOT EXISTS (
-      SELECT 1 FROM ${s}.jobs h
-      WHERE h.id = ${s}.effects.job_id AND h.lease_token = ${s}.effects.lease_token AND h.status = 'running'))
-  RETURNING 1
-)
-SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM up) AS reserved`,
-
-    /** $1 key */
-    getEffect: `-- leasehold reserveEffect (not reserved): read an effect's state and result (done, or pending under a live holder)
-SELECT state, result FROM ${s}.effects WHERE key = $1::text`,
-
-    /** $1 key, $2 job id, $3 lease token, $4 result json text */
-    completeEffect: `-- leasehold completeEffect: mark this lease's pending effect done with its result, only while the lease holds
-UPDATE ${s}.effects e SET state = 'done', result = $4::json, done_at = ${NOW}
-FROM ${s}.jobs j
-WHERE e.key = $1::text AND e.job_id = $2::bigint AND e.lease_token = $3::text AND e.state = 'pending'
-  AND j.id = $2::bigint AND j.lease_token = $3::text AND j.status = 'running'
-RETURNING e.key`,
 
     /** $1 job id (null = all), $2 limit */
     listEffects: `-- leasehold listEffects: recorded effects, newest first, optionally for one job

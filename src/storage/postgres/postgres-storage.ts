@@ -25,6 +25,7 @@ import { NOTIFY_CHANNEL, PgListener } from './postgres-listener.js';
 import { POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
 import { quoteSchema, toWorkerRow, txClient, type Queryable, type Row } from './postgres-rows.js';
 import { adminSql, migrationSql } from './postgres-sql-admin.js';
+import { effectsSql } from './postgres-sql-effects.js';
 import { insertSql } from './postgres-sql-insert.js';
 import { jobsSql } from './postgres-sql-jobs.js';
 import { insertJobs, type InsertContext } from './postgres-insert.js';
@@ -93,7 +94,7 @@ export class PostgresStorage implements Storage {
       notify: this.notify,
     };
     this.admin = adminSql(q);
-    this.effects = fx.effectStatements(this.admin);
+    this.effects = fx.effectStatements(effectsSql(q));
     this.mig = migrationSql(q);
     this.sch = sched.schedulesSql(q);
     if (opts.pool) {
@@ -224,6 +225,14 @@ export class PostgresStorage implements Storage {
 
   completeEffect(p: EffectParams & { result: unknown }): Promise<boolean> {
     return fx.completeEffect(this.pool, this.effects, p);
+  }
+
+  reserveEffects(ps: readonly EffectParams[]): Promise<EffectReservation[]> {
+    return fx.reserveEffects(this.pool, this.effects, ps);
+  }
+
+  completeEffects(ps: readonly (EffectParams & { result: unknown })[]): Promise<boolean[]> {
+    return fx.completeEffects(this.pool, this.effects, ps);
   }
 
   listEffects(p: { jobId?: string; limit: number }): Promise<EffectRow[]> {

@@ -137,6 +137,14 @@ export class SqliteStorage implements Storage {
     return fx.completeEffect(this.conn, this.clock(), p);
   }
 
+  async reserveEffects(ps: readonly EffectParams[]): Promise<EffectReservation[]> {
+    return fx.reserveEffects(this.conn, this.clock(), ps);
+  }
+
+  async completeEffects(ps: readonly (EffectParams & { result: unknown })[]): Promise<boolean[]> {
+    return fx.completeEffects(this.conn, this.clock(), ps);
+  }
+
   async listEffects(p: { jobId?: string; limit: number }): Promise<EffectRow[]> {
     return fx.listEffects(this.conn, p);
   }
