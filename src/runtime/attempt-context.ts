@@ -9,8 +9,9 @@
  * this attempt, as before.
  */
 import { LeaseLostError, LeaseholdError, NotSupportedError } from '../core/index.js';
-import type { ClaimedJob, EffectParams, Storage } from '../core/storage.js';
+import type { ClaimedJob, Storage } from '../core/storage.js';
 import type { Logger } from './env.js';
+import type { EffectBatcher, RecordParams } from './effect-batcher.js';
 import type { JobContext } from './job-definition.js';
 
 /** What the context needs from its attempt. */
@@ -19,6 +20,8 @@ export interface ContextHost {
   readonly signal: AbortSignal;
   readonly log: Logger;
   readonly storage: Storage;
+  /** the worker's batched effect-ledger writes, shared by its attempts */
+  readonly effects: Pick<EffectBatcher, 'reserve' | 'record'>;
   /** Progress was reported: throws the abort reason once aborted, else resets the inactivity timeout. */
   progress(): void;
   /** Renew the lease now; false when it is lost (and the attempt was aborted). */
@@ -80,9 +83,9 @@ async function succeedInTransaction(host: ContextHost, tx: unknown): Promise<voi
 }
 
 async function once<T>(host: ContextHost, key: string, fn: () => T | Promise<T>): Promise<T> {
-  const { storage, job } = host;
+  const { storage, effects, job } = host;
   const params = { key, jobId: job.id, leaseToken: job.leaseToken };
-  const r = await storage.reserveEffect(params);
+  const r = await effects.reserve(params);
   if (r.state === 'lost') throw new LeaseLostError(job.id, `effect ${key}`);
   // Another live job holds this key right now; fail this attempt so it retries and then
   // finds the effect done (or free), rather than running the effect twice.
@@ -92,7 +95,7 @@ async function once<T>(host: ContextHost, key: string, fn: () => T | Promise<T>)
     return r.result as T;
   }
   const result = await fn();
-  const recorded = await recordEffect(storage, { ...params, result: result === undefined ? null : result }).catch((e: unknown) => {
+  const recorded = await recordEffect(storage, effects, { ...params, result: result === undefined ? null : result }).catch((e: unknown) => {
     host.log.error({ event: 'effect.unrecorded', key, err: (e as Error).message }, 'effect ran but its record could not be written; a retry of this job will run it again');
     throw e;
   });
@@ -112,13 +115,13 @@ const RECORD_RETRY_MS = [50, 200, 1_000, 3_000];
  * words — which is safe because the write is fenced by the lease and idempotent. A retry that
  * finds nothing pending asks whether the earlier write landed before its connection dropped.
  */
-async function recordEffect(storage: Storage, p: EffectParams & { result: unknown }): Promise<boolean> {
+async function recordEffect(storage: Storage, effects: ContextHost['effects'], p: RecordParams): Promise<boolean> {
   for (let i = 0; ; i++) {
     try {
-      if (await storage.completeEffect(p)) return true;
+      if (await effects.record(p)) return true;
       if (i === 0) return false;
-      const effects = await storage.listEffects({ jobId: p.jobId, limit: 1_000 });
-      return effects.some((e) => e.key === p.key && e.state === 'done');
+      const listed = await storage.listEffects({ jobId: p.jobId, limit: 1_000 });
+      return listed.some((e) => e.key === p.key && e.state === 'done');
     } catch (e) {
       const wait = RECORD_RETRY_MS[i];
       if (wait === undefined) throw e;

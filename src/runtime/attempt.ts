@@ -16,6 +16,7 @@ import type { ClaimedJob, FinishResult, Storage } from '../core/storage.js';
 import type { AttemptClock, Timed } from './attempt-clock.js';
 import { AttemptContext, type ContextHost } from './attempt-context.js';
 import type { Completer, FinishSink } from './completer.js';
+import type { EffectBatcher } from './effect-batcher.js';
 import type { Logger } from './env.js';
 import type { JobDefinition } from './job-definition.js';
 import { validateWithSchema } from './job-definition.js';
@@ -24,6 +25,7 @@ import { reportFinish } from './attempt-report.js';
 /** What attempts need from their worker: one object, shared by all of the worker's attempts. */
 export interface AttemptDeps {
   storage: Storage;
+  effects: EffectBatcher;
   completer: Pick<Completer, 'submit'>;
   clock: Pick<AttemptClock, 'watch'>;
   /** renew this lease now; resolves false when it is lost (and the attempt was aborted) */
@@ -87,6 +89,10 @@ export class Attempt implements ContextHost, Timed, FinishSink {
 
   get storage(): Storage {
     return this.deps.storage;
+  }
+
+  get effects(): EffectBatcher {
+    return this.deps.effects;
   }
 
   get signal(): AbortSignal {

@@ -8,6 +8,7 @@ import type { ClaimedJob, Storage } from '../core/storage.js';
 import { Attempt, type AttemptDeps } from './attempt.js';
 import { AttemptClock } from './attempt-clock.js';
 import { Completer } from './completer.js';
+import { EffectBatcher } from './effect-batcher.js';
 import { settlesBy } from './deadline.js';
 import type { Logger } from './env.js';
 import { LocalBus, defaultLogger, newWorkerId } from './env.js';
@@ -282,6 +283,7 @@ export class Worker {
   #launch(entry: Buffered, def: NonNullable<ReturnType<JobRegistry['get']>>, lock: Lock | null): void {
     const attempt = new Attempt(entry.job, def, (this.#attemptDeps ??= {
       storage: this.#storage,
+      effects: new EffectBatcher(this.#storage),
       completer: this.#completer,
       clock: this.#clock,
       renew: async (a) => !(await this.#heartbeater.beat([a])).has(a.job.id),

@@ -13,21 +13,25 @@ import { Client } from '../../src/runtime/client.js';
 import { Worker } from '../../src/runtime/worker.js';
 import { LogCapture, STORAGE_KINDS, openTestStorage, waitFor } from './support.js';
 
-/** `storage` whose completeEffect fails transiently `times` times, before or after the write. */
-function flaky(storage: Storage, times: number, landed: boolean): Storage {
-  let left = times;
+/**
+ * `storage` whose record writes (completeEffect, and completeEffects where the adapter has it:
+ * the worker batches through that one) fail transiently `times` times, before or after the write.
+ */
+function flaky(storage: Storage, failures: { left: number }, landed: boolean): Storage {
+  const failing =
+    <A, R>(write: (a: A) => Promise<R>) =>
+    async (a: A): Promise<R> => {
+      if (failures.left > 0) {
+        failures.left--;
+        if (landed) await write(a);
+        throw new TransientStorageError('connection terminated unexpectedly (test)');
+      }
+      return write(a);
+    };
   return new Proxy(storage, {
     get(target, prop, receiver) {
-      if (prop === 'completeEffect') {
-        return async (p: Parameters<Storage['completeEffect']>[0]) => {
-          if (left > 0) {
-            left--;
-            if (landed) await target.completeEffect(p);
-            throw new TransientStorageError('connection terminated unexpectedly (test)');
-          }
-          return target.completeEffect(p);
-        };
-      }
+      if (prop === 'completeEffect') return failing(target.completeEffect.bind(target));
+      if (prop === 'completeEffects' && target.completeEffects) return failing(target.completeEffects.bind(target));
       const v = Reflect.get(target, prop, receiver) as unknown;
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
@@ -46,6 +50,7 @@ for (const kind of STORAGE_KINDS) {
         const { storage, cleanup } = await openTestStorage(kind);
         cleanups.push(cleanup);
         let sends = 0;
+        const failures = { left: 2 };
         const job = defineJob({
           type: 'send',
           handler: async (_p: unknown, ctx) => {
@@ -53,7 +58,7 @@ for (const kind of STORAGE_KINDS) {
           },
         });
         const log = new LogCapture();
-        const worker = new Worker({ storage: flaky(storage, 2, landed), jobs: [job], pollIntervalMs: 20, leaseMs: 5_000, sweeper: false, logger: log.logger });
+        const worker = new Worker({ storage: flaky(storage, failures, landed), jobs: [job], pollIntervalMs: 20, leaseMs: 5_000, sweeper: false, logger: log.logger });
         await worker.start();
         cleanups.push(() => worker.stop({ deadlineMs: 500 }).then(() => {}));
         const { id } = await new Client({ storage, jobs: [job] }).enqueue('send', {});
@@ -65,6 +70,7 @@ for (const kind of STORAGE_KINDS) {
         assert.equal(done.attempts, 1, 'no retry was needed');
         assert.deepEqual((await storage.listEffects({ jobId: id, limit: 10 })).map((e) => [e.key, e.state, e.result]), [['receipt', 'done', 1]]);
         assert.equal(log.count('effect.unrecorded'), 0);
+        assert.equal(failures.left, 0, 'both failing writes were made');
       });
     }
   });
