@@ -30,7 +30,12 @@ function url(db: Db): string {
 }
 
 let onJobRef: OnJob = () => {};
-const noop = defineJob({ type: 'noop', handler: (p: unknown) => onJobRef(p), maxAttempts: 5 });
+// BENCH_HANDLER=once: each job first records one effect through ctx.once, the ledger's two
+// writes (for tools/ab-drain.ts; the harness's table always runs no-op jobs)
+const noop =
+  process.env.BENCH_HANDLER === 'once'
+    ? defineJob({ type: 'noop', maxAttempts: 5, handler: async (p: unknown, ctx) => void (await ctx.once(`e-${ctx.job.id}`, () => null), onJobRef(p)) })
+    : defineJob({ type: 'noop', handler: (p: unknown) => onJobRef(p), maxAttempts: 5 });
 
 async function pgExec(sql: string, params: unknown[] = []): Promise<void> {
   const c = new pg.Client({ connectionString: PG_URL });
