@@ -33,7 +33,8 @@ class LedgerWrites<P extends { key: string }, R> {
 
   constructor(
     private readonly write: (batch: P[]) => Promise<R[]>,
-    private readonly writeOne: (item: P) => Promise<R>,
+    /** one item after its batch failed with `batchError` */
+    private readonly writeOne: (item: P, batchError: unknown) => Promise<R>,
   ) {}
 
   ask(params: P): Promise<R> {
@@ -90,8 +91,8 @@ class LedgerWrites<P extends { key: string }, R> {
     let results: R[];
     try {
       results = await this.write(batch.map((w) => w.params));
-    } catch {
-      await Promise.all(batch.map((w) => this.writeOne(w.params).then(w.resolve, w.reject)));
+    } catch (e) {
+      await Promise.all(batch.map((w) => this.writeOne(w.params, e).then(w.resolve, w.reject)));
       return;
     }
     batch.forEach((w, i) => w.resolve(results[i]!));
@@ -106,8 +107,20 @@ export class EffectBatcher {
 
   constructor(private readonly storage: Storage) {
     const { reserveEffects, completeEffects } = storage;
+    // a reserve asked again finds its own pending row if the failed batch landed after all
     this.#reserves = reserveEffects ? new LedgerWrites((b) => reserveEffects.call(storage, b), (p) => storage.reserveEffect(p)) : null;
-    this.#records = completeEffects ? new LedgerWrites((b) => completeEffects.call(storage, b), (p) => storage.completeEffect(p)) : null;
+    // a record asked again finds nothing pending if the failed batch landed (its connection
+    // dropped after the COMMIT went out): that "false" is the batch's error, not a lost lease,
+    // so `once` retries and then asks the ledger whether the record is there
+    this.#records = completeEffects
+      ? new LedgerWrites(
+          (b) => completeEffects.call(storage, b),
+          async (p, batchError) => {
+            if (await storage.completeEffect(p)) return true;
+            throw batchError;
+          },
+        )
+      : null;
   }
 
   reserve(p: EffectParams): Promise<EffectReservation> {

@@ -2,7 +2,8 @@
  * MySQL/MariaDB effect ledger under load: a never-seen key is reserved by one INSERT and
  * recorded by one UPDATE (no transaction, no locking read of a missing key, which InnoDB
  * answers with a gap lock), many leases reserving neighbouring new keys at once meet no
- * deadlock, and a record takes the job row before the effect row, as a reserve does. The
+ * deadlock, and a record takes the job row before the effect row, as a reserve does. Batches
+ * (the worker's concurrent `ctx.once` calls) are one transaction each and meet no deadlock either. The
  * ledger's semantics are the conformance suite's (test/conformance/effects.ts).
  */
 import assert from 'node:assert/strict';
@@ -87,6 +88,42 @@ describe('mysql specific: effect ledger', { skip: url === null }, () => {
     assert.ok(reserved.every((r) => r.state === 'reserved'), JSON.stringify(reserved.filter((r) => r.state !== 'reserved')));
     const recorded = await Promise.all(params.map((p, i) => s.completeEffect({ ...p, result: i })));
     assert.ok(recorded.every(Boolean));
+    assert.equal(await s.countEffects(), N);
+    assert.equal(watched.deadlocks(), 0, 'statements that met a deadlock (each was retried)');
+  });
+
+  it('batches: new keys in one transaction, records in another; 200 leases in 8 concurrent batches of neighbouring keys meet no deadlock', async () => {
+    const watched = watchedPool(newPool(20));
+    const s = make({ pool: watched.pool, tablePrefix: 'bat_' });
+    await s.migrate();
+    const N = 200;
+    await s.insertJobs(Array.from({ length: N }, () => job('fx')));
+    const claimed = await s.claimJobs({ workerId: 'w', types: ['fx'], queues: null, limit: N, leaseMs: 60_000 });
+    // batch b holds keys b, b+8, b+16…: every batch's keys sit between the others'
+    const batches = Array.from({ length: 8 }, (_, b) => claimed.filter((_c, i) => i % 8 === b).map((c) => ({ key: `send:${c.id}`, jobId: c.id, leaseToken: c.leaseToken })));
+
+    watched.sent.length = 0;
+    const [first] = batches;
+    assert.deepEqual(await s.reserveEffects!(first!.slice(0, 3)), [{ state: 'reserved' }, { state: 'reserved' }, { state: 'reserved' }]);
+    assert.deepEqual(watched.sent, ['begin', 'effectKeysSeen', 'leasesHeld', 'reserveNewEffects', 'commit']);
+    watched.sent.length = 0;
+    assert.deepEqual(await s.completeEffects!(first!.slice(0, 3).map((p) => ({ ...p, result: 1 }))), [true, true, true]);
+    assert.deepEqual(watched.sent, ['readCommitted', 'begin', 'completeEffects', 'commit'], 'one statement records the batch');
+    // one of these is not pending (recorded above): the batch's statement is rolled back, and
+    // each record goes alone, in one transaction, so each gets its own answer
+    watched.sent.length = 0;
+    const [again, fresh] = [first![0]!, first![3]!];
+    assert.deepEqual(await s.reserveEffect(fresh), { state: 'reserved' });
+    watched.sent.length = 0;
+    assert.deepEqual(await s.completeEffects!([{ ...again, result: 2 }, { ...fresh, result: 3 }]), [false, true]);
+    assert.deepEqual(watched.sent, ['readCommitted', 'begin', 'completeEffects', 'rollback', 'begin', 'completeEffect', 'completeEffect', 'commit']);
+    assert.deepEqual(await s.reserveEffect(again), { state: 'done', result: 1 }, 'the rolled-back batch changed nothing');
+
+    const reserved = (await Promise.all(batches.map((b) => s.reserveEffects!(b)))).flat();
+    assert.equal(reserved.filter((r) => r.state === 'reserved').length, N - 4);
+    assert.equal(reserved.filter((r) => r.state === 'done').length, 4, 'the four recorded above');
+    const recorded = (await Promise.all(batches.map((b) => s.completeEffects!(b.map((p) => ({ ...p, result: p.key })))))).flat();
+    assert.equal(recorded.filter(Boolean).length, N - 4);
     assert.equal(await s.countEffects(), N);
     assert.equal(watched.deadlocks(), 0, 'statements that met a deadlock (each was retried)');
   });

@@ -8,6 +8,8 @@
  * two workers holding gap locks on neighbouring new keys deadlock on their inserts (four worker
  * processes lost 192 attempts that way on a slow machine). An INSERT takes no gap lock, so only
  * a key already in the ledger takes the transaction that reads, locks and decides.
+ *
+ * Batches (the worker's concurrent `ctx.once` calls) are in mysql-effect-batches.ts.
  */
 import { TransientStorageError } from '../../core/errors.js';
 import type { EffectParams, EffectReservation } from '../../core/storage.js';
@@ -15,7 +17,7 @@ import type { Queryable } from './mysql-db.js';
 import { exec, fromJsonText, run, toJsonText } from './mysql-db.js';
 import type { MysqlSql } from './mysql-sql.js';
 
-const ER_DUP_ENTRY = 1062;
+export const ER_DUP_ENTRY = 1062;
 
 /**
  * One statement: insert the key as pending under this lease. 'seen' when the key is in the

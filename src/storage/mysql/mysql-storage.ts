@@ -13,6 +13,7 @@ import type {
 } from '../../core/storage.js';
 import { cancelJobOn, migrateOn, pruneOn, readSchemaVersion, retryJobOn } from './mysql-admin.js';
 import { completeEffectOn, reserveNewEffectOn, reserveSeenEffectOn } from './mysql-effects.js';
+import * as batches from './mysql-effect-batches.js';
 import type { PoolLike, Queryable } from './mysql-db.js';
 import { callerTx, createPool, exec, idParam, micros, parseUtc, run, toWorkerRow } from './mysql-db.js';
 import { inAutocommit, inTransaction } from './mysql-tx.js';
@@ -222,6 +223,19 @@ export class MysqlStorage implements Storage {
     // not re-run on a dropped connection (a landed update would then read as lost): the caller
     // retries the record and asks the ledger whether the first write landed
     return inAutocommit(this.pool, 'completeEffect', (c) => completeEffectOn(c, this.sql, params, jobId));
+  }
+
+  reserveEffects(ps: readonly EffectParams[]): Promise<EffectReservation[]> {
+    return batches.reserveEffects(this.batchDeps, ps);
+  }
+
+  completeEffects(ps: readonly (EffectParams & { result: unknown })[]): Promise<boolean[]> {
+    return batches.completeEffects(this.batchDeps, ps);
+  }
+
+  /** What the effect batches (mysql-effect-batches.ts) use of this storage. */
+  private get batchDeps(): batches.BatchDeps {
+    return { sql: this.sql, tx: (what, fn, readCommitted) => this.tx(what, fn, readCommitted), reserveEffect: (p) => this.reserveEffect(p) };
   }
 
   listEffects(params: { jobId?: string; limit: number }): Promise<EffectRow[]> {
