@@ -119,6 +119,20 @@ describe('EffectBatcher', () => {
     assert.deepEqual(await next, done('batch', 'e'));
   });
 
+  test('a record asked alone after its batch failed and finding nothing pending fails with the batch error: that batch may have landed', async () => {
+    // "false" here would read as a lost lease; the error makes once retry and ask the ledger
+    const dropped = new Error('connection dropped after COMMIT');
+    const storage = {
+      completeEffect: async () => false,
+      completeEffects: async () => {
+        throw dropped;
+      },
+      reserveEffects: async (ps: readonly EffectParams[]) => ps.map(() => ({ state: 'reserved' })),
+    } as unknown as Storage;
+    const b = new EffectBatcher(storage);
+    await assert.rejects(b.record({ ...ask('a'), result: 1 }), (e) => e === dropped);
+  });
+
   test('an adapter without batched calls is asked one effect at a time', async () => {
     const l = recordingLedger({ batched: false });
     const b = new EffectBatcher(l.storage);
