@@ -9,7 +9,7 @@ import { describe, it as itTest } from 'node:test';
 import type { Storage } from '../../src/core/storage.js';
 import type { ConformanceHarness } from './index.js';
 import { effectBatchTests } from './effects-batch.js';
-import { WRONG_TOKEN, assertBetween, claimOne, finish, insertAndClaim, newJob, uniq, useDb } from './helpers.js';
+import { WRONG_TOKEN, assertBetween, claimOne, finish, insertAndClaim, newJob, sleep, uniq, useDb } from './helpers.js';
 
 const RESULT = { messageId: 'm-42', recipients: ['a@b.c', 'ü@ñ.de'], nested: { ok: true, n: 3.5 } };
 
@@ -145,6 +145,14 @@ function effectScenarios(h: ConformanceHarness, batched: boolean): void {
       assert.deepEqual(listed.map((e) => e.key).sort(), [...keysA].sort());
       assert.ok(listed.every((e) => e.jobId === a.id && e.state === 'pending'));
       assert.equal((await s.listEffects({ jobId: a.id, limit: 2 })).length, 2);
+      // newest first: three more, a few milliseconds apart (PostgreSQL orders by creation time)
+      const later: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        await sleep(5);
+        later.push(uniq('eff'));
+        await s.reserveEffect({ key: later[i]!, jobId: a.id, leaseToken: a.leaseToken });
+      }
+      assert.deepEqual((await s.listEffects({ jobId: a.id, limit: 2 })).map((e) => e.key), [later[2], later[1]], 'the newest two');
       assert.equal((await s.listEffects({ limit: 3 })).length, 3);
       assert.ok((await s.listEffects({ limit: 1000 })).length >= 4);
     });

@@ -108,7 +108,7 @@ describe('mysql specific: effect ledger', { skip: url === null }, () => {
     assert.deepEqual(watched.sent, ['begin', 'effectKeysSeen', 'leasesHeld', 'reserveNewEffects', 'commit']);
     watched.sent.length = 0;
     assert.deepEqual(await s.completeEffects!(first!.slice(0, 3).map((p) => ({ ...p, result: 1 }))), [true, true, true]);
-    assert.deepEqual(watched.sent, ['readCommitted', 'begin', 'completeEffects', 'commit'], 'one statement records the batch');
+    assert.deepEqual(watched.sent, ['effectKeyCollation', 'readCommitted', 'begin', 'completeEffects', 'commit'], 'one statement records the batch (the key collation is read once)');
     // one of these is not pending (recorded above): the batch's statement is rolled back, and
     // each record goes alone, in one transaction, so each gets its own answer
     watched.sent.length = 0;
@@ -126,6 +126,71 @@ describe('mysql specific: effect ledger', { skip: url === null }, () => {
     assert.equal(recorded.filter(Boolean).length, N - 4);
     assert.equal(await s.countEffects(), N);
     assert.equal(watched.deadlocks(), 0, 'statements that met a deadlock (each was retried)');
+  });
+
+  it('a batch of reserves share-locks its jobs: one whose lease is being taken over waits, then answers lost', async () => {
+    const s = make({ tablePrefix: 'zom_' });
+    await s.migrate();
+    await s.insertJobs([job('fx')]);
+    const [c] = await s.claimJobs({ workerId: 'w', types: ['fx'], queues: null, limit: 1, leaseMs: 60_000 });
+    const rescuer = await mysql.createConnection(dbUrl(db));
+    try {
+      // a sweeper's rescue of this lease, not committed yet
+      await rescuer.query('START TRANSACTION');
+      await rescuer.query(`UPDATE zom_jobs SET status = 'failed', lease_token = NULL WHERE id = ?`, [c!.id]);
+      const asked = s.reserveEffects!([{ key: 'zombie:1', jobId: c!.id, leaseToken: c!.leaseToken }]);
+      // a plain read would see the lease as it was before the rescue, and reserve for a zombie
+      const early = await Promise.race([asked.then(() => 'answered'), new Promise((r) => setTimeout(() => r('waiting'), 500))]);
+      await rescuer.query('COMMIT');
+      assert.equal(early, 'waiting', 'the batch waited for the rescue');
+      assert.deepEqual(await asked, [{ state: 'lost' }]);
+      assert.equal(await s.countEffects(), 0);
+    } finally {
+      await rescuer.end();
+    }
+  });
+
+  it('a key another batch inserts meanwhile: the batch is asked again one key at a time, each item answered as alone', async () => {
+    const s = make({ tablePrefix: 'dup_' });
+    await s.migrate();
+    await s.insertJobs([job('fx'), job('fx')]);
+    const [a, other] = await s.claimJobs({ workerId: 'w', types: ['fx'], queues: null, limit: 2, leaseMs: 60_000 });
+    const ours = (key: string) => ({ key, jobId: a!.id, leaseToken: a!.leaseToken });
+    assert.deepEqual(await s.reserveEffect(ours('done:1')), { state: 'reserved' });
+    assert.equal(await s.completeEffect({ ...ours('done:1'), result: 'sent' }), true);
+    const inserter = await mysql.createConnection(dbUrl(db));
+    try {
+      // the other job's worker inserts `race:1`, not committed yet: our insert of it waits, then fails
+      await inserter.query('START TRANSACTION');
+      await inserter.query(`INSERT INTO dup_effects (effect_key, job_id, lease_token, state, created_at) VALUES ('race:1', ?, ?, 'pending', NOW(6))`, [other!.id, other!.leaseToken]);
+      const asked = s.reserveEffects!([ours('race:1'), { key: 'lost:1', jobId: a!.id, leaseToken: 'not-this-lease' }, ours('done:1'), ours('fresh:1')]);
+      await new Promise((r) => setTimeout(r, 300));
+      await inserter.query('COMMIT');
+      assert.deepEqual(await asked, [{ state: 'busy' }, { state: 'lost' }, { state: 'done', result: 'sent' }, { state: 'reserved' }]);
+    } finally {
+      await inserter.end();
+    }
+  });
+
+  it('a batched record finds its effect by key: a lock on another effect of the same job does not hold it up', async () => {
+    const s = make({ tablePrefix: 'key_' });
+    await s.migrate();
+    await s.insertJobs([job('fx')]);
+    const [c] = await s.claimJobs({ workerId: 'w', types: ['fx'], queues: null, limit: 1, leaseMs: 60_000 });
+    const ps = Array.from({ length: 30 }, (_, i) => ({ key: `item:${i}`, jobId: c!.id, leaseToken: c!.leaseToken }));
+    assert.ok((await s.reserveEffects!(ps)).every((r) => r.state === 'reserved'));
+    const holder = await mysql.createConnection(dbUrl(db));
+    try {
+      await holder.query('START TRANSACTION');
+      await holder.query(`SELECT state FROM key_effects WHERE effect_key = 'item:29' FOR UPDATE`);
+      const recording = s.completeEffects!([{ ...ps[0]!, result: 0 }]);
+      const first = await Promise.race([recording.then(() => 'recorded'), new Promise((r) => setTimeout(() => r('waited'), 3_000))]);
+      await holder.query('COMMIT');
+      assert.equal(first, 'recorded', 'the record did not wait for the unrelated row');
+      assert.deepEqual(await recording, [true]);
+    } finally {
+      await holder.end();
+    }
   });
 
   it('a record waiting for its job row holds no lock on the effect row (the job row first, as a reserve takes them)', async () => {

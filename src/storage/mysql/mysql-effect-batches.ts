@@ -15,6 +15,7 @@
  * gets its own answer.
  */
 import { assertDistinctEffectKeys } from '../../core/effects.js';
+import { TransientStorageError } from '../../core/errors.js';
 import type { EffectParams, EffectReservation } from '../../core/storage.js';
 import type { Queryable, ResultHeader } from './mysql-db.js';
 import { exec, idParam, run, toJsonText } from './mysql-db.js';
@@ -29,6 +30,15 @@ export interface BatchDeps {
   sql: MysqlSql;
   tx: <T>(what: string, fn: (c: Queryable) => Promise<T>, readCommitted?: boolean) => Promise<T>;
   reserveEffect: (p: EffectParams) => Promise<EffectReservation>;
+  /** the effect_key column's collation (read once per storage; see completeEffects' SQL) */
+  keyCollation: () => Promise<string>;
+}
+
+/** Reads the effect_key column's collation; a name only, as it goes into the statement's text. */
+export async function readKeyCollation(c: Queryable, sql: MysqlSql): Promise<string> {
+  const name = String((await run<{ c: unknown }[]>(c, sql.effectKeyCollation))[0]?.c ?? '');
+  if (!/^[a-z0-9_]+$/.test(name)) throw new TransientStorageError(`mysql: the effects table's key collation "${name}" is not one leasehold knows; migrate first`);
+  return name;
 }
 
 /** The items whose job id can be one, with their position. */
@@ -66,8 +76,9 @@ export async function completeEffects(d: BatchDeps, ps: readonly RecordParams[])
   const out = ps.map(() => false);
   if (asked.length === 0) return out;
   const items = asked.map((a): [RecordParams, bigint] => [a.p, a.id]);
+  const collation = await d.keyCollation();
   try {
-    await d.tx('completeEffects', (c) => completeAllEffectsOn(c, d.sql, items), true);
+    await d.tx('completeEffects', (c) => completeAllEffectsOn(c, d.sql.completeEffects(collation), items), true);
     for (const a of asked) out[a.i] = true;
     return out;
   } catch (e) {
@@ -94,18 +105,19 @@ async function reserveNewEffectsOn(c: Queryable, sql: MysqlSql, items: readonly 
   return out;
 }
 
-/** Items of a batch, in job id order (the order finishes and heartbeats lock jobs in). */
-function byJobId<T>(items: readonly [T, bigint][]): [T, bigint, number][] {
-  return items.map(([p, id], i): [T, bigint, number] => [p, id, i]).sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : a[2] - b[2]));
+/** Items of a batch in job id order (the order finishes and heartbeats lock jobs in), then key order. */
+function byJobId<T extends { key: string }>(items: readonly [T, bigint][]): [T, bigint, number][] {
+  const key = (a: T, b: T): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+  return items.map(([p, id], i): [T, bigint, number] => [p, id, i]).sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : key(a[0], b[0])));
 }
 
 /** Not every record of a batch applied: the batch's statement is rolled back and each is asked alone. */
 class PartialRecord extends Error {}
 
 /** The records of a batch in one statement; throws PartialRecord unless every one applied. */
-async function completeAllEffectsOn(c: Queryable, sql: MysqlSql, items: readonly [EffectParams & { result: unknown }, bigint][]): Promise<void> {
+async function completeAllEffectsOn(c: Queryable, statement: string, items: readonly [EffectParams & { result: unknown }, bigint][]): Promise<void> {
   const rows = byJobId(items).map(([p, id]) => [p.key, String(id), p.leaseToken, toJsonText(p.result)]);
-  if ((await exec(c, sql.completeEffects, [JSON.stringify(rows)])).affectedRows !== items.length) throw new PartialRecord();
+  if ((await exec(c, statement, [JSON.stringify(rows)])).affectedRows !== items.length) throw new PartialRecord();
 }
 
 /** The records of a batch, each the one-key update, in job id order; sent with the COMMIT. */

@@ -114,13 +114,20 @@ export function mysqlSql(prefix: string) {
       SELECT v.k, v.id, v.t, 'pending', ${NOW}
       FROM JSON_TABLE(?, '$[*]' COLUMNS (n FOR ORDINALITY, k LONGTEXT PATH '$[0]', id BIGINT UNSIGNED PATH '$[1]', t VARCHAR(64) PATH '$[2]')) AS v
       ORDER BY v.n`,
-    // one statement for the batch: a multi-table UPDATE costs the optimizer about 0.3 ms, more
-    // than its work; rows in job id order, each effect found through its job (run at READ
-    // COMMITTED: no gap locks on that index), keys and tokens compared as bytes
-    completeEffects: `-- leasehold completeEffects: mark these leases' pending reservations done with their results, only while each lease runs its job
+    effectKeyCollation: `-- leasehold effectKeyCollation (completeEffects): the collation the ledger's keys were created with
+      SELECT COLLATION_NAME AS c FROM information_schema.COLUMNS
+      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '${effects}' AND COLUMN_NAME = 'effect_key'`,
+    /**
+     * One statement for the batch: a multi-table UPDATE costs the optimizer about 0.3 ms, more
+     * than its work. Rows in job id order; each key is compared in the column's own collation
+     * (`collation`, from effectKeyCollation), so the unique key finds its one row: compared as
+     * bytes, the effect was reached through its job, and every effect row of the job was read
+     * and locked. Tokens compared as bytes.
+     */
+    completeEffects: (collation: string): string => `-- leasehold completeEffects: mark these leases' pending reservations done with their results, only while each lease runs its job
       UPDATE JSON_TABLE(?, '$[*]' COLUMNS (n FOR ORDINALITY, k LONGTEXT PATH '$[0]', id BIGINT UNSIGNED PATH '$[1]', t VARCHAR(64) PATH '$[2]', r LONGTEXT PATH '$[3]')) AS v
         STRAIGHT_JOIN ${jobs} j ON j.id = v.id AND CAST(j.lease_token AS BINARY) = CAST(v.t AS BINARY) AND j.status = 'running'
-        STRAIGHT_JOIN ${effects} e ON e.job_id = j.id AND CAST(e.effect_key AS BINARY) = CAST(v.k AS BINARY)
+        STRAIGHT_JOIN ${effects} e ON e.effect_key = v.k COLLATE ${collation} AND e.job_id = j.id
           AND CAST(e.lease_token AS BINARY) = CAST(v.t AS BINARY) AND e.state = 'pending'
       SET e.state = 'done', e.result = v.r, e.done_at = ${NOW}`,
     // the job row is read (share-locked) before the effect row is locked, the order every
@@ -131,8 +138,8 @@ export function mysqlSql(prefix: string) {
       SET e.state = 'done', e.result = ?, e.done_at = ${NOW}
       WHERE j.id = ? AND j.lease_token = ? AND j.status = 'running'`,
     listEffects: (byJob: boolean): string =>
-      `-- leasehold listEffects: effects, oldest first, optionally of one job
-      SELECT effect_key, job_id, state, result, created_at, done_at FROM ${effects}${byJob ? ' WHERE job_id = ?' : ''} ORDER BY id LIMIT ?`,
+      `-- leasehold listEffects: effects, newest first (the contract's order), optionally of one job
+      SELECT effect_key, job_id, state, result, created_at, done_at FROM ${effects}${byJob ? ' WHERE job_id = ?' : ''} ORDER BY id DESC LIMIT ?`,
     countEffects: `-- leasehold countEffects: how many effects are recorded
       SELECT COUNT(*) AS n FROM ${effects}`,
 

@@ -233,9 +233,19 @@ export class MysqlStorage implements Storage {
     return batches.completeEffects(this.batchDeps, ps);
   }
 
+  #keyCollation: Promise<string> | undefined;
+
   /** What the effect batches (mysql-effect-batches.ts) use of this storage. */
   private get batchDeps(): batches.BatchDeps {
-    return { sql: this.sql, tx: (what, fn, readCommitted) => this.tx(what, fn, readCommitted), reserveEffect: (p) => this.reserveEffect(p) };
+    return {
+      sql: this.sql,
+      tx: (what, fn, readCommitted) => this.tx(what, fn, readCommitted),
+      reserveEffect: (p) => this.reserveEffect(p),
+      keyCollation: () => (this.#keyCollation ??= this.one('completeEffects', (c) => batches.readKeyCollation(c, this.sql)).catch((e: unknown) => {
+        this.#keyCollation = undefined;
+        throw e;
+      })),
+    };
   }
 
   listEffects(params: { jobId?: string; limit: number }): Promise<EffectRow[]> {
