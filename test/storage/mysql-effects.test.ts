@@ -54,6 +54,15 @@ describe('mysql specific: effect ledger', { skip: url === null }, () => {
     return p;
   };
 
+  /** Tables under `prefix`, and one job running under a 60 s lease. */
+  const oneRunningJob = async (prefix: string) => {
+    const s = make({ tablePrefix: prefix });
+    await s.migrate();
+    await s.insertJobs([job('fx')]);
+    const [c] = await s.claimJobs({ workerId: 'w', types: ['fx'], queues: null, limit: 1, leaseMs: 60_000 });
+    return { s, c: c! };
+  };
+
   it('a new key is reserved by one INSERT and recorded by one UPDATE; a seen key reads the ledger in a transaction', async () => {
     const watched = watchedPool(newPool(2));
     const s = make({ pool: watched.pool, tablePrefix: 'one_' });
@@ -129,16 +138,13 @@ describe('mysql specific: effect ledger', { skip: url === null }, () => {
   });
 
   it('a batch of reserves share-locks its jobs: one whose lease is being taken over waits, then answers lost', async () => {
-    const s = make({ tablePrefix: 'zom_' });
-    await s.migrate();
-    await s.insertJobs([job('fx')]);
-    const [c] = await s.claimJobs({ workerId: 'w', types: ['fx'], queues: null, limit: 1, leaseMs: 60_000 });
+    const { s, c } = await oneRunningJob('zom_');
     const rescuer = await mysql.createConnection(dbUrl(db));
     try {
       // a sweeper's rescue of this lease, not committed yet
       await rescuer.query('START TRANSACTION');
-      await rescuer.query(`UPDATE zom_jobs SET status = 'failed', lease_token = NULL WHERE id = ?`, [c!.id]);
-      const asked = s.reserveEffects!([{ key: 'zombie:1', jobId: c!.id, leaseToken: c!.leaseToken }]);
+      await rescuer.query(`UPDATE zom_jobs SET status = 'failed', lease_token = NULL WHERE id = ?`, [c.id]);
+      const asked = s.reserveEffects!([{ key: 'zombie:1', jobId: c.id, leaseToken: c.leaseToken }]);
       // a plain read would see the lease as it was before the rescue, and reserve for a zombie
       const early = await Promise.race([asked.then(() => 'answered'), new Promise((r) => setTimeout(() => r('waiting'), 500))]);
       await rescuer.query('COMMIT');
@@ -173,11 +179,8 @@ describe('mysql specific: effect ledger', { skip: url === null }, () => {
   });
 
   it('a batched record finds its effect by key: a lock on another effect of the same job does not hold it up', async () => {
-    const s = make({ tablePrefix: 'key_' });
-    await s.migrate();
-    await s.insertJobs([job('fx')]);
-    const [c] = await s.claimJobs({ workerId: 'w', types: ['fx'], queues: null, limit: 1, leaseMs: 60_000 });
-    const ps = Array.from({ length: 30 }, (_, i) => ({ key: `item:${i}`, jobId: c!.id, leaseToken: c!.leaseToken }));
+    const { s, c } = await oneRunningJob('key_');
+    const ps = Array.from({ length: 30 }, (_, i) => ({ key: `item:${i}`, jobId: c.id, leaseToken: c.leaseToken }));
     assert.ok((await s.reserveEffects!(ps)).every((r) => r.state === 'reserved'));
     const holder = await mysql.createConnection(dbUrl(db));
     try {
@@ -194,18 +197,15 @@ describe('mysql specific: effect ledger', { skip: url === null }, () => {
   });
 
   it('a record waiting for its job row holds no lock on the effect row (the job row first, as a reserve takes them)', async () => {
-    const s = make({ tablePrefix: 'ord_' });
-    await s.migrate();
-    await s.insertJobs([job('fx')]);
-    const [c] = await s.claimJobs({ workerId: 'w', types: ['fx'], queues: null, limit: 1, leaseMs: 60_000 });
-    const mine = { key: 'receipt:9', jobId: c!.id, leaseToken: c!.leaseToken };
+    const { s, c } = await oneRunningJob('ord_');
+    const mine = { key: 'receipt:9', jobId: c.id, leaseToken: c.leaseToken };
     assert.deepEqual(await s.reserveEffect(mine), { state: 'reserved' });
     // another transaction (a heartbeat, a finish) holds the job row
     const holder = await mysql.createConnection(dbUrl(db));
     const prober = await mysql.createConnection(dbUrl(db));
     try {
       await holder.query('START TRANSACTION');
-      await holder.query('SELECT id FROM ord_jobs WHERE id = ? FOR UPDATE', [c!.id]);
+      await holder.query('SELECT id FROM ord_jobs WHERE id = ? FOR UPDATE', [c.id]);
       const recording = s.completeEffect({ ...mine, result: 'sent' });
       const waiting = async () => Number(((await prober.query(`SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'`))[0] as { n: number }[])[0]!.n);
       for (let i = 0; i < 100 && (await waiting()) === 0; i++) await new Promise((r) => setTimeout(r, 20));
