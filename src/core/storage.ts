@@ -102,6 +102,9 @@ export interface EffectParams {
   leaseToken: string;
 }
 
+/** A performed effect to record: its reservation and the result later attempts get back. */
+export type EffectRecord = EffectParams & { result: unknown };
+
 export interface EffectRow {
   key: string;
   jobId: string;
@@ -176,11 +179,13 @@ export interface Storage {
   // --- effect ledger (ctx.once) -----------------------------------------------------------
   reserveEffect(params: EffectParams): Promise<EffectReservation>;
   /** Mark done with its result; false when the lease (or the reservation) is gone. */
-  completeEffect(params: EffectParams & { result: unknown }): Promise<boolean>;
+  completeEffect(params: EffectRecord): Promise<boolean>;
   /** reserveEffect for several effects at once (keys distinct, else it throws); answers in input order. */
   reserveEffects?(params: readonly EffectParams[]): Promise<EffectReservation[]>;
   /** completeEffect for several effects at once (keys distinct, else it throws); answers in input order. */
-  completeEffects?(params: readonly (EffectParams & { result: unknown })[]): Promise<boolean[]>;
+  completeEffects?(params: readonly EffectRecord[]): Promise<boolean[]>;
+  /** The effect recorded under exactly this key (the ledger holds one per key), or null. */
+  getEffect(key: string): Promise<EffectRow | null>;
   /** Newest first. */
   listEffects(params: { jobId?: string; limit: number }): Promise<EffectRow[]>;
   countEffects(): Promise<number>;

@@ -9,9 +9,9 @@
  * this attempt, as before.
  */
 import { LeaseLostError, LeaseholdError, NotSupportedError } from '../core/index.js';
-import type { ClaimedJob, Storage } from '../core/storage.js';
+import type { ClaimedJob, EffectRecord, Storage } from '../core/storage.js';
 import type { Logger } from './env.js';
-import type { EffectBatcher, RecordParams } from './effect-batcher.js';
+import type { EffectBatcher } from './effect-batcher.js';
 import type { JobContext } from './job-definition.js';
 
 /** What the context needs from its attempt. */
@@ -115,13 +115,14 @@ const RECORD_RETRY_MS = [50, 200, 1_000, 3_000];
  * words — which is safe because the write is fenced by the lease and idempotent. A retry that
  * finds nothing pending asks whether the earlier write landed before its connection dropped.
  */
-async function recordEffect(storage: Storage, effects: ContextHost['effects'], p: RecordParams): Promise<boolean> {
+async function recordEffect(storage: Storage, effects: ContextHost['effects'], p: EffectRecord): Promise<boolean> {
   for (let i = 0; ; i++) {
     try {
       if (await effects.record(p)) return true;
       if (i === 0) return false;
-      const listed = await storage.listEffects({ jobId: p.jobId, limit: 1_000 });
-      return listed.some((e) => e.key === p.key && e.state === 'done');
+      // the key alone, not the job's list of effects: a job may hold any number of them
+      const effect = await storage.getEffect(p.key);
+      return effect !== null && effect.jobId === p.jobId && effect.state === 'done';
     } catch (e) {
       const wait = RECORD_RETRY_MS[i];
       if (wait === undefined) throw e;

@@ -9,7 +9,7 @@
  * being gathered waits for the next. Each item is answered as if it had been asked alone, so
  * `once` reads the same either way. An adapter without batched calls gets one call per item.
  */
-import type { EffectParams, EffectReservation, Storage } from '../core/storage.js';
+import type { EffectParams, EffectRecord, EffectReservation, Storage } from '../core/storage.js';
 
 /** Items per write: enough for any concurrency, small enough for one quick statement. */
 const MAX_BATCH = 500;
@@ -99,11 +99,9 @@ class LedgerWrites<P extends { key: string }, R> {
   }
 }
 
-export type RecordParams = EffectParams & { result: unknown };
-
 export class EffectBatcher {
   readonly #reserves: LedgerWrites<EffectParams, EffectReservation> | null;
-  readonly #records: LedgerWrites<RecordParams, boolean> | null;
+  readonly #records: LedgerWrites<EffectRecord, boolean> | null;
 
   constructor(private readonly storage: Storage) {
     const { reserveEffects, completeEffects } = storage;
@@ -127,7 +125,7 @@ export class EffectBatcher {
     return this.#reserves ? this.#reserves.ask(p) : this.storage.reserveEffect(p);
   }
 
-  record(p: RecordParams): Promise<boolean> {
+  record(p: EffectRecord): Promise<boolean> {
     return this.#records ? this.#records.ask(p) : this.storage.completeEffect(p);
   }
 }

@@ -132,6 +132,23 @@ function effectScenarios(h: ConformanceHarness, batched: boolean): void {
       assert.equal(row!.state, 'pending');
     });
 
+    it('getEffect reads one key exactly: none, pending, done with its result', async () => {
+      const s = db.storage;
+      const c = await insertAndClaim(s);
+      const key = `${uniq('eff')}-Key`;
+      assert.equal(await s.getEffect(key), null, 'nothing under the key yet');
+      await s.reserveEffect({ key, jobId: c.id, leaseToken: c.leaseToken });
+      const pending = await s.getEffect(key);
+      assert.deepEqual([pending?.key, pending?.jobId, pending?.state, pending?.doneAt], [key, c.id, 'pending', null]);
+      assert.equal(await s.completeEffect({ key, jobId: c.id, leaseToken: c.leaseToken, result: RESULT }), true);
+      const done = await s.getEffect(key);
+      assert.deepEqual([done?.key, done?.jobId, done?.state, done?.result], [key, c.id, 'done', RESULT]);
+      assert.ok(done?.doneAt instanceof Date);
+      // keys are exact: another case or a trailing space is another key
+      assert.equal(await s.getEffect(key.toLowerCase()), null, 'case');
+      assert.equal(await s.getEffect(`${key} `), null, 'trailing space');
+    });
+
     it('countEffects and listEffects (by job, limit)', async () => {
       const s = db.storage;
       const before = await s.countEffects();

@@ -9,7 +9,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import type { EffectParams, EffectReservation, Storage } from '../../src/core/storage.js';
-import { EffectBatcher, type RecordParams } from '../../src/runtime/effect-batcher.js';
+import type { EffectRecord } from '../../src/core/storage.js';
+import { EffectBatcher } from '../../src/runtime/effect-batcher.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
 import { Harness, STORAGE_KINDS, deferred, waitFor } from './support.js';
 
@@ -45,11 +46,11 @@ function recordingLedger(opts: { batched: boolean; refused?: string[] }) {
   const recorded = (key: string): boolean => !key.startsWith('lost');
   const storage = {
     reserveEffect: (p: EffectParams) => single(p.key, reservation('single')),
-    completeEffect: (p: RecordParams) => single(p.key, recorded),
+    completeEffect: (p: EffectRecord) => single(p.key, recorded),
     ...(opts.batched
       ? {
           reserveEffects: (ps: readonly EffectParams[]) => batch(ps.map((p) => p.key), reserveBatches, reservation('batch')),
-          completeEffects: (ps: readonly RecordParams[]) => batch(ps.map((p) => p.key), recordBatches, recorded),
+          completeEffects: (ps: readonly EffectRecord[]) => batch(ps.map((p) => p.key), recordBatches, recorded),
         }
       : {}),
   } as unknown as Storage;

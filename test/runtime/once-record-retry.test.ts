@@ -73,5 +73,35 @@ for (const kind of STORAGE_KINDS) {
         assert.equal(failures.left, 0, 'both failing writes were made');
       });
     }
+
+    test('a job with 1,500 effects: records that landed unanswered are found by key, not in a list of the newest', async () => {
+      const { storage, cleanup } = await openTestStorage(kind);
+      cleanups.push(cleanup);
+      // the first record write (the oldest effects' batch, where records are batched) lands,
+      // then the connection drops; 1,000 newer effects of the same job follow it in the ledger
+      const failures = { left: 1 };
+      const n = 1_500;
+      let sends = 0;
+      const job = defineJob({
+        type: 'fan-out',
+        handler: async (_p: unknown, ctx) => {
+          await Promise.all(Array.from({ length: n }, (_, i) => ctx.once(`fan-${String(i).padStart(4, '0')}`, () => ++sends)));
+        },
+      });
+      const log = new LogCapture();
+      const worker = new Worker({ storage: flaky(storage, failures, true), jobs: [job], pollIntervalMs: 20, leaseMs: 10_000, sweeper: false, logger: log.logger });
+      await worker.start();
+      cleanups.push(() => worker.stop({ deadlineMs: 500 }).then(() => {}));
+      const { id } = await new Client({ storage, jobs: [job] }).enqueue('fan-out', {});
+      const done = await waitFor(async () => {
+        const j = await storage.getJob(id);
+        return j?.status === 'succeeded' || j?.status === 'failed' ? j : null;
+      }, 30_000, 'the job to end its first attempt');
+      assert.equal(failures.left, 0, 'the failing write was made');
+      assert.equal(log.count('effect.unrecorded'), 0, 'every landed record was recognised');
+      assert.equal(done.status, 'succeeded');
+      assert.equal(done.attempts, 1, 'no retry was needed');
+      assert.equal(sends, n, 'each effect ran once');
+    });
   });
 }

@@ -2,7 +2,7 @@
  * The effect ledger (ctx.once) and the worker registry of MemoryStorage, as plain synchronous
  * functions over the tables: each call is one atomic step, like one SQL transaction.
  */
-import type { EffectParams, EffectReservation, EffectRow, WorkerInfo, WorkerRow } from '../../core/storage.js';
+import type { EffectParams, EffectRecord, EffectReservation, EffectRow, WorkerInfo, WorkerRow } from '../../core/storage.js';
 import type { MemoryTables } from './memory-state.js';
 import { effectOut, toJson, workerOut } from './memory-state.js';
 
@@ -40,7 +40,7 @@ export function reserveEffect(t: MemoryTables, p: EffectParams, now: Date): Effe
 }
 
 /** Pending row under this (still held) lease → done with its result. */
-export function completeEffect(t: MemoryTables, p: EffectParams & { result: unknown }, now: Date): boolean {
+export function completeEffect(t: MemoryTables, p: EffectRecord, now: Date): boolean {
   if (!holdsLease(t, p)) return false;
   const row = t.effects.get(p.key);
   if (row === undefined || row.state !== 'pending' || row.leaseToken !== p.leaseToken) return false;
@@ -48,6 +48,12 @@ export function completeEffect(t: MemoryTables, p: EffectParams & { result: unkn
   row.resultJson = toJson(p.result);
   row.doneAt = now;
   return true;
+}
+
+/** The effect under exactly this key, or null. */
+export function getEffect(t: MemoryTables, key: string): EffectRow | null {
+  const row = t.effects.get(key);
+  return row === undefined ? null : effectOut(row);
 }
 
 /** Newest first. */

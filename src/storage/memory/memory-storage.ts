@@ -6,7 +6,7 @@
  */
 import { LeaseholdError } from '../../core/errors.js';
 import { assertDistinctEffectKeys } from '../../core/effects.js';
-import type { AttemptRow, Capabilities, ClaimParams, ClaimedJob, EffectParams, EffectReservation, EffectRow, ExpiredLease } from '../../core/storage.js';
+import type { AttemptRow, Capabilities, ClaimParams, ClaimedJob, EffectParams, EffectRecord, EffectReservation, EffectRow, ExpiredLease } from '../../core/storage.js';
 import type { FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, JobQuery } from '../../core/storage.js';
 import type { JobRow, MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow } from '../../core/storage.js';
 import * as admin from './memory-admin.js';
@@ -128,7 +128,7 @@ export class MemoryStorage implements Storage {
     return ledger.reserveEffect(this.t, p, this.nowDate());
   }
 
-  async completeEffect(p: EffectParams & { result: unknown }): Promise<boolean> {
+  async completeEffect(p: EffectRecord): Promise<boolean> {
     return ledger.completeEffect(this.t, p, this.nowDate());
   }
 
@@ -138,10 +138,15 @@ export class MemoryStorage implements Storage {
     return ps.map((p) => ledger.reserveEffect(this.t, p, now));
   }
 
-  async completeEffects(ps: readonly (EffectParams & { result: unknown })[]): Promise<boolean[]> {
+  async completeEffects(ps: readonly EffectRecord[]): Promise<boolean[]> {
     assertDistinctEffectKeys(ps, 'completeEffects');
     const now = this.nowDate();
     return ps.map((p) => ledger.completeEffect(this.t, p, now));
+  }
+
+  async getEffect(key: string): Promise<EffectRow | null> {
+    this.nowDate();
+    return ledger.getEffect(this.t, key);
   }
 
   async listEffects(p: { jobId?: string; limit: number }): Promise<EffectRow[]> {

@@ -16,14 +16,12 @@
  */
 import { assertDistinctEffectKeys } from '../../core/effects.js';
 import { TransientStorageError } from '../../core/errors.js';
-import type { EffectParams, EffectReservation } from '../../core/storage.js';
+import type { EffectParams, EffectRecord, EffectReservation } from '../../core/storage.js';
 import type { Queryable, ResultHeader } from './mysql-db.js';
 import { exec, idParam, run, toJsonText } from './mysql-db.js';
 import { ER_DUP_ENTRY, reserveSeenEffectOn } from './mysql-effects.js';
 import type { MysqlSql } from './mysql-sql.js';
 import { runLast } from './mysql-tx.js';
-
-type RecordParams = EffectParams & { result: unknown };
 
 /** What the batch functions need from the storage. */
 export interface BatchDeps {
@@ -70,12 +68,12 @@ export async function reserveEffects(d: BatchDeps, ps: readonly EffectParams[]):
   return out;
 }
 
-export async function completeEffects(d: BatchDeps, ps: readonly RecordParams[]): Promise<boolean[]> {
+export async function completeEffects(d: BatchDeps, ps: readonly EffectRecord[]): Promise<boolean[]> {
   assertDistinctEffectKeys(ps, 'completeEffects');
   const asked = withIds(ps);
   const out = ps.map(() => false);
   if (asked.length === 0) return out;
-  const items = asked.map((a): [RecordParams, bigint] => [a.p, a.id]);
+  const items = asked.map((a): [EffectRecord, bigint] => [a.p, a.id]);
   const collation = await d.keyCollation();
   try {
     await d.tx('completeEffects', (c) => completeAllEffectsOn(c, d.sql.completeEffects(collation), items), true);
@@ -115,13 +113,13 @@ function byJobId<T extends { key: string }>(items: readonly [T, bigint][]): [T, 
 class PartialRecord extends Error {}
 
 /** The records of a batch in one statement; throws PartialRecord unless every one applied. */
-async function completeAllEffectsOn(c: Queryable, statement: string, items: readonly [EffectParams & { result: unknown }, bigint][]): Promise<void> {
+async function completeAllEffectsOn(c: Queryable, statement: string, items: readonly [EffectRecord, bigint][]): Promise<void> {
   const rows = byJobId(items).map(([p, id]) => [p.key, String(id), p.leaseToken, toJsonText(p.result)]);
   if ((await exec(c, statement, [JSON.stringify(rows)])).affectedRows !== items.length) throw new PartialRecord();
 }
 
 /** The records of a batch, each the one-key update, in job id order; sent with the COMMIT. */
-async function completeEffectsOn(c: Queryable, sql: MysqlSql, items: readonly [EffectParams & { result: unknown }, bigint][]): Promise<boolean[]> {
+async function completeEffectsOn(c: Queryable, sql: MysqlSql, items: readonly [EffectRecord, bigint][]): Promise<boolean[]> {
   const order = byJobId(items);
   const stmts = order.map(([p, id]) => ({ sql: sql.completeEffect, values: [p.key, toJsonText(p.result), id, p.leaseToken] }));
   const results = (await runLast(c, stmts)) as ResultHeader[];

@@ -12,7 +12,7 @@
  * Batches (the worker's concurrent `ctx.once` calls) are in mysql-effect-batches.ts.
  */
 import { TransientStorageError } from '../../core/errors.js';
-import type { EffectParams, EffectReservation } from '../../core/storage.js';
+import type { EffectParams, EffectRecord, EffectReservation } from '../../core/storage.js';
 import type { Queryable } from './mysql-db.js';
 import { exec, fromJsonText, run, toJsonText } from './mysql-db.js';
 import type { MysqlSql } from './mysql-sql.js';
@@ -48,7 +48,7 @@ export async function reserveSeenEffectOn(c: Queryable, sql: MysqlSql, p: Effect
 }
 
 /** One fenced statement: this lease's pending reservation becomes done with its result. */
-export async function completeEffectOn(c: Queryable, sql: MysqlSql, p: EffectParams & { result: unknown }, jobId: bigint): Promise<boolean> {
+export async function completeEffectOn(c: Queryable, sql: MysqlSql, p: EffectRecord, jobId: bigint): Promise<boolean> {
   const res = await exec(c, sql.completeEffect, [p.key, toJsonText(p.result), jobId, p.leaseToken]);
   return res.affectedRows > 0;
 }

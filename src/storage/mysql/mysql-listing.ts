@@ -69,6 +69,11 @@ export async function listAttempts(one: RunOne, sql: MysqlSql, jobId: string): P
   return rows.map(toAttemptRow);
 }
 
+export async function getEffect(one: RunOne, sql: MysqlSql, key: string): Promise<EffectRow | null> {
+  const [row] = await one('getEffect', (c) => run(c, sql.effectByKey, [key]));
+  return row ? toEffectRow(row) : null;
+}
+
 export async function listEffects(one: RunOne, sql: MysqlSql, params: { jobId?: string; limit: number }): Promise<EffectRow[]> {
   if (params.limit <= 0) return [];
   const values: unknown[] = [];

@@ -137,6 +137,8 @@ export function mysqlSql(prefix: string) {
       UPDATE ${jobs} j STRAIGHT_JOIN ${effects} e ON e.effect_key = ? AND e.lease_token = j.lease_token AND e.state = 'pending'
       SET e.state = 'done', e.result = ?, e.done_at = ${NOW}
       WHERE j.id = ? AND j.lease_token = ? AND j.status = 'running'`,
+    effectByKey: `-- leasehold getEffect: the effect recorded under this key (the column's collation compares exactly)
+      SELECT effect_key, job_id, state, result, created_at, done_at FROM ${effects} WHERE effect_key = ?`,
     listEffects: (byJob: boolean): string =>
       `-- leasehold listEffects: effects, newest first (the contract's order), optionally of one job
       SELECT effect_key, job_id, state, result, created_at, done_at FROM ${effects}${byJob ? ' WHERE job_id = ?' : ''} ORDER BY id DESC LIMIT ?`,

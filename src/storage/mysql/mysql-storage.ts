@@ -7,7 +7,7 @@
 import mysql from 'mysql2/promise';
 import { ValidationError } from '../../core/errors.js';
 import type {
-  AttemptRow, Capabilities, ClaimParams, ClaimedJob, EffectParams, EffectReservation, EffectRow, ExpiredLease,
+  AttemptRow, Capabilities, ClaimParams, ClaimedJob, EffectParams, EffectRecord, EffectReservation, EffectRow, ExpiredLease,
   FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, JobQuery, JobRow,
   MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
 } from '../../core/storage.js';
@@ -217,7 +217,7 @@ export class MysqlStorage implements Storage {
     return this.tx('reserveEffect', (c) => reserveSeenEffectOn(c, this.sql, params, jobId));
   }
 
-  async completeEffect(params: EffectParams & { result: unknown }): Promise<boolean> {
+  async completeEffect(params: EffectRecord): Promise<boolean> {
     const jobId = idParam(params.jobId);
     if (jobId === null) return false;
     // not re-run on a dropped connection (a landed update would then read as lost): the caller
@@ -229,7 +229,7 @@ export class MysqlStorage implements Storage {
     return batches.reserveEffects(this.batchDeps, ps);
   }
 
-  completeEffects(ps: readonly (EffectParams & { result: unknown })[]): Promise<boolean[]> {
+  completeEffects(ps: readonly EffectRecord[]): Promise<boolean[]> {
     return batches.completeEffects(this.batchDeps, ps);
   }
 
@@ -246,6 +246,10 @@ export class MysqlStorage implements Storage {
         throw e;
       })),
     };
+  }
+
+  getEffect(key: string): Promise<EffectRow | null> {
+    return listing.getEffect(this.one, this.sql, key);
   }
 
   listEffects(params: { jobId?: string; limit: number }): Promise<EffectRow[]> {

@@ -7,7 +7,7 @@
  */
 import { assertDistinctEffectKeys } from '../../core/effects.js';
 import { TransientStorageError } from '../../core/errors.js';
-import type { EffectParams, EffectReservation, EffectRow } from '../../core/storage.js';
+import type { EffectParams, EffectRecord, EffectReservation, EffectRow } from '../../core/storage.js';
 import { prepared, query, type Prepared } from './postgres-db.js';
 import { jsonParam, toEffectRow, validId, type Queryable } from './postgres-rows.js';
 import type { adminSql } from './postgres-sql-admin.js';
@@ -80,7 +80,7 @@ export async function reserveEffects(db: Queryable, sql: EffectStatements, ps: r
 }
 
 /** Several records in one statement (one commit); true where this lease's pending row became done. */
-export async function completeEffects(db: Queryable, sql: EffectStatements, ps: readonly (EffectParams & { result: unknown })[]): Promise<boolean[]> {
+export async function completeEffects(db: Queryable, sql: EffectStatements, ps: readonly EffectRecord[]): Promise<boolean[]> {
   assertDistinctEffectKeys(ps, 'completeEffects');
   const valid = ps.filter((p) => validId(p.jobId) !== null);
   if (valid.length === 0) return ps.map(() => false);
@@ -89,10 +89,15 @@ export async function completeEffects(db: Queryable, sql: EffectStatements, ps: 
   return ps.map((p) => validId(p.jobId) !== null && done.has(p.key));
 }
 
-export async function completeEffect(db: Queryable, sql: EffectStatements, p: EffectParams & { result: unknown }): Promise<boolean> {
+export async function completeEffect(db: Queryable, sql: EffectStatements, p: EffectRecord): Promise<boolean> {
   const jobId = validId(p.jobId);
   if (jobId === null) return false;
   return (await query(db, 'completeEffect', sql.completeEffect, [p.key, jobId, p.leaseToken, jsonParam(p.result)])).length > 0;
+}
+
+export async function getEffect(db: Queryable, sql: AdminSql, key: string): Promise<EffectRow | null> {
+  const [row] = await query(db, 'getEffect', sql.effectByKey, [key]);
+  return row ? toEffectRow(row) : null;
 }
 
 export async function listEffects(db: Queryable, sql: AdminSql, p: { jobId?: string; limit: number }): Promise<EffectRow[]> {

@@ -103,6 +103,10 @@ WITH victims AS (
 )
 SELECT count(*)::int AS n FROM gone`,
 
+    /** $1 key */
+    effectByKey: `-- leasehold getEffect: the effect recorded under this key (the whole row)
+SELECT * FROM ${s}.effects WHERE key = $1::text`,
+
     /** $1 job id (null = all), $2 limit */
     listEffects: `-- leasehold listEffects: recorded effects, newest first, optionally for one job
 SELECT * FROM ${s}.effects WHERE ($1::bigint IS NULL OR job_id = $1::bigint)

@@ -14,7 +14,7 @@
 import pg from 'pg';
 import { LeaseholdError, SchemaTooNewError, ValidationError } from '../../core/errors.js';
 import type {
-  AttemptRow, Capabilities, ClaimedJob, ClaimParams, EffectParams, EffectReservation, EffectRow,
+  AttemptRow, Capabilities, ClaimedJob, ClaimParams, EffectParams, EffectRecord, EffectReservation, EffectRow,
   ExpiredLease, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount,
   JobQuery, JobRow, MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
 } from '../../core/storage.js';
@@ -223,7 +223,7 @@ export class PostgresStorage implements Storage {
     return fx.reserveEffect(this.pool, this.effects, p);
   }
 
-  completeEffect(p: EffectParams & { result: unknown }): Promise<boolean> {
+  completeEffect(p: EffectRecord): Promise<boolean> {
     return fx.completeEffect(this.pool, this.effects, p);
   }
 
@@ -231,8 +231,12 @@ export class PostgresStorage implements Storage {
     return fx.reserveEffects(this.pool, this.effects, ps);
   }
 
-  completeEffects(ps: readonly (EffectParams & { result: unknown })[]): Promise<boolean[]> {
+  completeEffects(ps: readonly EffectRecord[]): Promise<boolean[]> {
     return fx.completeEffects(this.pool, this.effects, ps);
+  }
+
+  getEffect(key: string): Promise<EffectRow | null> {
+    return fx.getEffect(this.pool, this.admin, key);
   }
 
   listEffects(p: { jobId?: string; limit: number }): Promise<EffectRow[]> {

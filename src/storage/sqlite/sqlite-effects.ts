@@ -3,7 +3,7 @@
  * connection and a "now" (the process clock, see sqlite-storage.ts); SqliteStorage delegates.
  */
 import { assertDistinctEffectKeys } from '../../core/effects.js';
-import type { EffectParams, EffectReservation, EffectRow, WorkerInfo, WorkerRow } from '../../core/storage.js';
+import type { EffectParams, EffectRecord, EffectReservation, EffectRow, WorkerInfo, WorkerRow } from '../../core/storage.js';
 import type { SqliteDb } from './sqlite-db.js';
 import { jsonOrNull, parseJsonOrUndefined, toEffectRow, toSqlId, toWorkerRow } from './sqlite-rows.js';
 import type { SqlEffect, SqlWorker } from './sqlite-rows.js';
@@ -41,22 +41,27 @@ function reserveIn(c: SqliteDb, now: number, p: EffectParams): EffectReservation
   return { state: 'reserved' };
 }
 
-export function completeEffect(c: SqliteDb, now: number, p: EffectParams & { result: unknown }): boolean {
+export function completeEffect(c: SqliteDb, now: number, p: EffectRecord): boolean {
   return c.write(() => completeIn(c, now, p));
 }
 
 /** Several records in one IMMEDIATE transaction, each answered as completeEffect would have. */
-export function completeEffects(c: SqliteDb, now: number, ps: readonly (EffectParams & { result: unknown })[]): boolean[] {
+export function completeEffects(c: SqliteDb, now: number, ps: readonly EffectRecord[]): boolean[] {
   assertDistinctEffectKeys(ps, 'completeEffects');
   return c.write(() => ps.map((p) => completeIn(c, now, p)));
 }
 
 /** One record, inside the caller's write transaction. */
-function completeIn(c: SqliteDb, now: number, p: EffectParams & { result: unknown }): boolean {
+function completeIn(c: SqliteDb, now: number, p: EffectRecord): boolean {
   const jobId = toSqlId(p.jobId);
   if (jobId === null) return false;
   if (!c.stmt(EFFECT_SQL.leaseHolds).get({ jobId, leaseToken: p.leaseToken })) return false;
   return c.stmt(EFFECT_SQL.complete).run({ key: p.key, leaseToken: p.leaseToken, result: jsonOrNull(p.result), now }).changes > 0;
+}
+
+export function getEffect(c: SqliteDb, key: string): EffectRow | null {
+  const row = c.read(() => c.stmt(EFFECT_SQL.get).get(key) as SqlEffect | undefined);
+  return row === undefined ? null : toEffectRow(row);
 }
 
 export function listEffects(c: SqliteDb, p: { jobId?: string; limit: number }): EffectRow[] {

@@ -12,7 +12,7 @@
  */
 import { NotSupportedError } from '../../core/errors.js';
 import type {
-  AttemptRow, Capabilities, ClaimedJob, ClaimParams, EffectParams, EffectReservation, EffectRow, ExpiredLease,
+  AttemptRow, Capabilities, ClaimedJob, ClaimParams, EffectParams, EffectRecord, EffectReservation, EffectRow, ExpiredLease,
   FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, JobQuery, JobRow,
   MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
 } from '../../core/storage.js';
@@ -133,7 +133,7 @@ export class SqliteStorage implements Storage {
     return fx.reserveEffect(this.conn, this.clock(), p);
   }
 
-  async completeEffect(p: EffectParams & { result: unknown }): Promise<boolean> {
+  async completeEffect(p: EffectRecord): Promise<boolean> {
     return fx.completeEffect(this.conn, this.clock(), p);
   }
 
@@ -141,8 +141,12 @@ export class SqliteStorage implements Storage {
     return fx.reserveEffects(this.conn, this.clock(), ps);
   }
 
-  async completeEffects(ps: readonly (EffectParams & { result: unknown })[]): Promise<boolean[]> {
+  async completeEffects(ps: readonly EffectRecord[]): Promise<boolean[]> {
     return fx.completeEffects(this.conn, this.clock(), ps);
+  }
+
+  async getEffect(key: string): Promise<EffectRow | null> {
+    return fx.getEffect(this.conn, key);
   }
 
   async listEffects(p: { jobId?: string; limit: number }): Promise<EffectRow[]> {
