@@ -127,13 +127,23 @@ describe('mysql specific: effect ledger', { skip: url === null }, () => {
     assert.deepEqual(await s.completeEffects!([{ ...again, result: 2 }, { ...fresh, result: 3 }]), [false, true]);
     assert.deepEqual(watched.sent, ['readCommitted', 'begin', 'completeEffects', 'rollback', 'begin', 'completeEffect', 'completeEffect', 'commit']);
     assert.deepEqual(await s.reserveEffect(again), { state: 'done', result: 1 }, 'the rolled-back batch changed nothing');
+    // a retry's batch: a done key is answered from the batch's own read (done is final), a key
+    // pending under this lease goes the one-key way, a new key is inserted with the others
+    const pendingKey = { ...first![4]!, key: `${first![4]!.key}:p` };
+    assert.deepEqual(await s.reserveEffect(pendingKey), { state: 'reserved' });
+    const newKey = { ...first![4]!, key: `${first![4]!.key}:n` };
+    watched.sent.length = 0;
+    assert.deepEqual(await s.reserveEffects!([{ ...first![1]! }, pendingKey, newKey]), [{ state: 'done', result: 1 }, { state: 'reserved' }, { state: 'reserved' }]);
+    assert.deepEqual(watched.sent, ['begin', 'effectKeysSeen', 'leasesHeld', 'reserveNewEffects', 'commit', 'begin', 'leaseHeld', 'effectForUpdate', 'commit']);
+    assert.deepEqual(await s.reserveEffect({ ...first![1]!, leaseToken: 'not-the-lease' }), { state: 'lost' });
+    assert.deepEqual(await s.reserveEffects!([{ ...first![1]!, leaseToken: 'not-the-lease' }]), [{ state: 'lost' }], 'done, but not for a lease that is gone');
 
     const reserved = (await Promise.all(batches.map((b) => s.reserveEffects!(b)))).flat();
     assert.equal(reserved.filter((r) => r.state === 'reserved').length, N - 4);
     assert.equal(reserved.filter((r) => r.state === 'done').length, 4, 'the four recorded above');
     const recorded = (await Promise.all(batches.map((b) => s.completeEffects!(b.map((p) => ({ ...p, result: p.key })))))).flat();
     assert.equal(recorded.filter(Boolean).length, N - 4);
-    assert.equal(await s.countEffects(), N);
+    assert.equal(await s.countEffects(), N + 2, 'one per key, with the two retry keys');
     assert.equal(watched.deadlocks(), 0, 'statements that met a deadlock (each was retried)');
   });
 

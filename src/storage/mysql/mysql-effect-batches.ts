@@ -6,8 +6,10 @@
  * finishes and heartbeats lock them); a plain read finds which keys the ledger holds (no locking
  * read of a missing key: InnoDB would answer it with a gap lock, see mysql-effects.ts); one
  * insert adds the new keys of held leases in key order (as every batch inserts them), sent with
- * the COMMIT. Keys already in the ledger then go the one-key way. A key another batch inserted
- * meanwhile fails the insert (nothing of ours lands), and the batch is asked one key at a time.
+ * the COMMIT. A key the read finds done is answered from that read (done is final: no write
+ * undoes it); other keys already in the ledger (pending) go the one-key way. A key another batch
+ * inserted meanwhile fails the insert (nothing of ours lands), and the batch is asked one key at
+ * a time.
  *
  * Records: one UPDATE for the batch (a multi-table UPDATE costs the optimizer about 0.3 ms,
  * more than its work, so one per key made a batch of 25 take 9 ms instead of under 2). When not
@@ -18,7 +20,7 @@ import { assertDistinctEffectKeys } from '../../core/effects.js';
 import { TransientStorageError } from '../../core/errors.js';
 import type { EffectParams, EffectRecord, EffectReservation } from '../../core/storage.js';
 import type { Queryable, ResultHeader } from './mysql-db.js';
-import { exec, idParam, run, toJsonText } from './mysql-db.js';
+import { exec, fromJsonText, idParam, run, toJsonText } from './mysql-db.js';
 import { ER_DUP_ENTRY, reserveSeenEffectOn } from './mysql-effects.js';
 import type { MysqlSql } from './mysql-sql.js';
 import { runLast } from './mysql-tx.js';
@@ -61,8 +63,8 @@ export async function reserveEffects(d: BatchDeps, ps: readonly EffectParams[]):
   }
   await Promise.all(
     asked.map(async (a, k) => {
-      const state = decided[k]!;
-      out[a.i] = state === 'seen' ? await d.tx('reserveEffect', (c) => reserveSeenEffectOn(c, d.sql, a.p, a.id)) : { state };
+      const r = decided[k]!;
+      out[a.i] = r === 'seen' ? await d.tx('reserveEffect', (c) => reserveSeenEffectOn(c, d.sql, a.p, a.id)) : typeof r === 'string' ? { state: r } : r;
     }),
   );
   return out;
@@ -87,17 +89,22 @@ export async function completeEffects(d: BatchDeps, ps: readonly EffectRecord[])
   return out;
 }
 
-/** What a batch's transaction decided per item: lost, reserved, or seen (in the ledger already). */
-type BatchReserve = 'lost' | 'reserved' | 'seen';
+/** What a batch's transaction decided per item: lost, reserved, done, or seen (pending in the ledger already). */
+type BatchReserve = 'lost' | 'reserved' | 'seen' | { state: 'done'; result: unknown };
 
 /**
  * The new keys of a batch in one transaction (see the header). Items are [params, job id].
  */
 async function reserveNewEffectsOn(c: Queryable, sql: MysqlSql, items: readonly [EffectParams, bigint][]): Promise<BatchReserve[]> {
   const keys = items.map(([p]) => p.key);
-  const seen = new Set((await run<{ effect_key: string }[]>(c, sql.effectKeysSeen, [keys])).map((r) => String(r.effect_key)));
+  const seen = new Map((await run<{ effect_key: string; state: string; result: unknown }[]>(c, sql.effectKeysSeen, [keys])).map((r) => [String(r.effect_key), r]));
   const held = new Map((await run<{ id: unknown; lease_token: string }[]>(c, sql.leasesHeld, [[...new Set(items.map(([, id]) => id))]])).map((r) => [String(r.id), r.lease_token]));
-  const out = items.map(([p, id]): BatchReserve => (held.get(String(id)) !== p.leaseToken ? 'lost' : seen.has(p.key) ? 'seen' : 'reserved'));
+  const out = items.map(([p, id]): BatchReserve => {
+    if (held.get(String(id)) !== p.leaseToken) return 'lost';
+    const e = seen.get(p.key);
+    if (e === undefined) return 'reserved';
+    return e.state === 'done' ? { state: 'done', result: fromJsonText(e.result) } : 'seen';
+  });
   const fresh = items.filter((_, i) => out[i] === 'reserved').sort(([a], [b]) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   if (fresh.length > 0) await runLast(c, [{ sql: sql.reserveNewEffects, values: [JSON.stringify(fresh.map(([p, id]) => [p.key, String(id), p.leaseToken]))] }]);
   return out;

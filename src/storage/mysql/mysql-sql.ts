@@ -105,8 +105,8 @@ export function mysqlSql(prefix: string) {
       AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.id = e.job_id AND j.lease_token = e.lease_token AND j.status = 'running')`,
     leasesHeld: `-- leasehold leasesHeld (reserveEffects): which of these jobs run, under which lease; share-locked in id order, as finishes lock them
       SELECT id, lease_token FROM ${jobs} WHERE id IN (?) AND status = 'running' ORDER BY id LOCK IN SHARE MODE`,
-    effectKeysSeen: `-- leasehold effectKeysSeen (reserveEffects): which of these keys the ledger holds already (a plain read: no gap locks)
-      SELECT effect_key FROM ${effects} WHERE effect_key IN (?)`,
+    effectKeysSeen: `-- leasehold effectKeysSeen (reserveEffects): which of these keys the ledger holds already, and the results of those done (a plain read: no gap locks)
+      SELECT effect_key, state, IF(state = 'done', result, NULL) AS result FROM ${effects} WHERE effect_key IN (?)`,
     // keys as LONGTEXT: a key too long for the column fails the insert, as the one-key insert
     // does, instead of being cut short by JSON_TABLE (and meeting another key's row)
     reserveNewEffects: `-- leasehold reserveNewEffects: insert never-seen keys as pending under leases just share-locked, in array (key) order
