@@ -140,13 +140,20 @@ function effectScenarios(h: ConformanceHarness, batched: boolean): void {
       await s.reserveEffect({ key, jobId: c.id, leaseToken: c.leaseToken });
       const pending = await s.getEffect(key);
       assert.deepEqual([pending?.key, pending?.jobId, pending?.state, pending?.doneAt], [key, c.id, 'pending', null]);
+      assert.ok(pending?.createdAt instanceof Date);
       assert.equal(await s.completeEffect({ key, jobId: c.id, leaseToken: c.leaseToken, result: RESULT }), true);
       const done = await s.getEffect(key);
       assert.deepEqual([done?.key, done?.jobId, done?.state, done?.result], [key, c.id, 'done', RESULT]);
       assert.ok(done?.doneAt instanceof Date);
-      // keys are exact: another case or a trailing space is another key
+      // keys are exact: another case is another key
       assert.equal(await s.getEffect(key.toLowerCase()), null, 'case');
-      assert.equal(await s.getEffect(`${key} `), null, 'trailing space');
+      // a trailing space is another key where the ledger's unique key says so (MySQL before
+      // 8.0.17 compares keys padded): getEffect finds what the ledger holds under it, either way
+      const spaced = `${key} `;
+      const r = await s.reserveEffect({ key: spaced, jobId: c.id, leaseToken: c.leaseToken });
+      const got = await s.getEffect(spaced);
+      if (r.state === 'reserved') assert.deepEqual([got?.key, got?.state], [spaced, 'pending'], 'its own row');
+      else assert.deepEqual([r, got?.key], [{ state: 'done', result: RESULT }, key], 'the same key as the done one');
     });
 
     it('countEffects and listEffects (by job, limit)', async () => {
