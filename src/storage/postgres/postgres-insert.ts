@@ -57,12 +57,12 @@ async function insertRun(ctx: InsertContext, jobs: readonly NewJob[], payloads: 
   const [r] = await ctx.run('insertJobs', ctx.hot.insertRun, [
     j.queue, j.type, `[${payloads.join(',')}]`, j.priority, j.runAt ?? null, j.runAfterMs, j.maxAttempts, j.timeoutMs, j.maxRuntimeMs, ...ctx.notify,
   ], on);
-  const ids = (r?.ids ?? []) as string[];
+  const ids = typeof r?.ids === 'string' ? r.ids.split(',') : [];
   if (ids.length !== jobs.length) throw new Error(`postgres insertJobs: ${ids.length} ids back for ${jobs.length} jobs`);
   const runAt = r?.run_at as Date;
   const createdAt = r?.created_at as Date;
   // each row its own Date objects, as rows read back have
-  return jobs.map((x, i) => inserted(x, payloads[i] as string, String(ids[i]), new Date(runAt.getTime()), new Date(createdAt.getTime())));
+  return jobs.map((x, i) => inserted(x, payloads[i] as string, ids[i] as string, new Date(runAt.getTime()), new Date(createdAt.getTime())));
 }
 
 async function insertPlain(ctx: InsertContext, jobs: readonly NewJob[], payloads: string[], on: Queryable | undefined): Promise<InsertResult[]> {

@@ -80,7 +80,9 @@ SELECT id, run_at, created_at, CASE WHEN run_at <= ${NOW} THEN pg_notify($10, $1
      * $2 type, $3 the payloads as one JSON array (text), $4 priority, $5 run_at (null = use
      * delay), $6 run_after_ms, $7 max_attempts, $8 timeout_ms, $9 max_runtime_ms, $10 notify
      * channel, $11 notify payload. One row back: the ids in array order (drawn in that order),
-     * and the run_at and created_at all the rows share. A json array element keeps its text.
+     * as one comma-separated text (a split on the client, where an int8[] went through the
+     * driver's array parser: 14 of about 100 ms of client CPU per 20,000 jobs), and the run_at
+     * and created_at all the rows share. A json array element keeps its text.
      */
     insertRun: `-- leasehold insert (a run of alike jobs): add queued jobs that differ only in payload, notify if they are due now
 WITH ins AS (
@@ -94,7 +96,7 @@ WITH ins AS (
 ), woke AS (
   SELECT pg_notify($10, $11) FROM (SELECT 1 FROM ins WHERE ins.run_at <= ${NOW} LIMIT 1) AS due
 )
-SELECT array_agg(id ORDER BY id) AS ids, min(run_at) AS run_at, min(created_at) AS created_at,
+SELECT string_agg(id::text, ',' ORDER BY id) AS ids, min(run_at) AS run_at, min(created_at) AS created_at,
        (SELECT count(*) FROM woke) AS notified
 FROM ins`,
 
