@@ -86,10 +86,16 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
     assert.doesNotMatch(analyzed, /Merge Join|Hash Join|Seq Scan/, analyzed);
     // and the success finish still reaches its rows through the primary key
     plans.length = 0;
-    assert.equal((await c.query(sql.finishSucceededCall, [again.map((r) => r.id), again.map((r) => `b2.${r.id}`)])).rows.length, 300);
-    const finishPlan = plans.filter((p) => /items AS/.test(p)).join('\n----\n');
-    assert.match(finishPlan, /Index Scan using jobs_pkey on jobs j /, finishPlan);
-    assert.doesNotMatch(finishPlan, /Merge Join|Hash Join|Seq Scan|jobs_running_lease_idx/, finishPlan);
+    // half through each success finish: reading the worker back, and naming it
+    const [byRow, byName] = [again.slice(0, 150), again.slice(150)];
+    assert.equal((await c.query(sql.finishSucceededCall, [byRow.map((r) => r.id), byRow.map((r) => `b2.${r.id}`)])).rows.length, 150);
+    assert.equal((await c.query(sql.finishSucceededByCall, [byName.map((r) => r.id), byName.map((r) => `b2.${r.id}`), 'w'])).rows.length, 150);
+    const finishPlans = plans.filter((p) => /items AS/.test(p));
+    assert.equal(finishPlans.length, 2, plans.join('\n----\n'));
+    for (const finishPlan of finishPlans) {
+      assert.match(finishPlan, /Index Scan using jobs_pkey on jobs j /, finishPlan);
+      assert.doesNotMatch(finishPlan, /Merge Join|Hash Join|Seq Scan|jobs_running_lease_idx/, finishPlan);
+    }
   });
 
   it('the effect ledger\'s batch functions look jobs and effects up by primary key, even on small unanalyzed tables', async () => {
@@ -189,6 +195,71 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
     assert.match(old[0].lease_token, /^[0-9a-f]{32}$/);
     const [landed] = await s.finishJobs([{ id: String(old[0].id), leaseToken: old[0].lease_token, status: 'succeeded', attempt: { outcome: 'succeeded' } }]);
     assert.equal(landed?.applied, true);
+  });
+
+  it("a batch of successes names the worker only where this storage made all its claims; each attempt row records the lease's own worker", async () => {
+    const s = fresh();
+    await s.migrate();
+    const other = fresh(s.schema);
+    await s.insertJobs(Array.from({ length: 12 }, () => job('who')));
+    const claim = (on: typeof s, workerId: string) => on.claimJobs({ workerId, types: ['who'], queues: null, limit: 3, leaseMs: 30_000 });
+    const [a, b, c] = [await claim(s, 'wa'), await claim(s, 'wb'), await claim(other, 'wc')];
+    const d = await claim(s, 'wa');
+    // which success finish each batch was sent to
+    const sent: string[] = [];
+    const query = s.pool.query.bind(s.pool) as (...args: unknown[]) => unknown;
+    (s.pool as unknown as { query: unknown }).query = (q: unknown, ...rest: unknown[]) => {
+      const text = typeof q === 'string' ? q : String((q as { text?: string }).text);
+      const m = /finish_succeeded\(([^)]*)\)/.exec(text);
+      if (m) sent.push(m[1]!.includes('$3') ? 'named' : 'read back');
+      return query(q, ...rest);
+    };
+    const succeed = (jobs: typeof a) => s.finishJobs(jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } })));
+    for (const batch of [a, [...b, ...d], c]) assert.deepEqual((await succeed(batch)).map((r) => r.applied), batch.map(() => true));
+    // one worker's claims, all made here: named; two workers', or claims made by another storage: read back
+    assert.deepEqual(sent, ['named', 'read back', 'read back']);
+    for (const [jobs, worker] of [[a, 'wa'], [b, 'wb'], [c, 'wc'], [d, 'wa']] as const) {
+      for (const j of jobs) {
+        const attempts = await s.listAttempts(j.id);
+        assert.deepEqual(attempts.map((x) => [x.workerId, x.leaseToken, x.outcome]), [[worker, j.leaseToken, 'succeeded']], `job ${j.id}`);
+      }
+    }
+    // a lease lost to another claim is not landed through the named finish either
+    await s.insertJobs([job('who')]);
+    const [lost] = await claim(s, 'wa');
+    await s.finishJobs([{ id: lost!.id, leaseToken: lost!.leaseToken, status: 'failed', runAfterMs: 0, attempt: { outcome: 'failed' } }]);
+    const [retaken] = await claim(s, 'wa');
+    assert.equal(retaken?.id, lost!.id);
+    const [stale] = await succeed([lost!]);
+    assert.equal(stale?.applied, false);
+    assert.equal(sent.at(-1), 'named');
+    assert.deepEqual((await s.listAttempts(lost!.id)).map((x) => x.outcome), ['failed', 'running'], 'the first attempt failed, the second still runs');
+  });
+
+  it('on a schema still at 7 (no named finish yet) the successes are read back: they land, once refused', async () => {
+    const s = fresh();
+    await s.migrate();
+    const q = quoteSchema(s.schema);
+    const c = await client();
+    await c.query(`DROP FUNCTION ${q}.finish_succeeded(bigint[], text[], text)`);
+    await c.query(`DELETE FROM ${q}.migrations WHERE version = 8`);
+    await s.insertJobs(Array.from({ length: 4 }, () => job('seven')));
+    const refused: string[] = [];
+    const query = s.pool.query.bind(s.pool) as (...args: unknown[]) => Promise<unknown>;
+    (s.pool as unknown as { query: unknown }).query = (qq: unknown, ...rest: unknown[]) => {
+      const text = typeof qq === 'string' ? qq : String((qq as { text?: string }).text);
+      return query(qq, ...rest).catch((e: { code?: string }) => {
+        refused.push(`${/\$3::text\)/.test(text) ? 'named' : 'other'} ${e.code}`);
+        throw e;
+      });
+    };
+    for (let round = 0; round < 2; round++) {
+      const claimed = await s.claimJobs({ workerId: 'w7', types: ['seven'], queues: null, limit: 2, leaseMs: 30_000 });
+      const done = await s.finishJobs(claimed.map((j) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } })));
+      assert.deepEqual(done.map((r) => r.applied), [true, true]);
+      for (const j of claimed) assert.deepEqual((await s.listAttempts(j.id)).map((a) => [a.workerId, a.outcome]), [['w7', 'succeeded']]);
+    }
+    assert.deepEqual(refused, ['named 42883'], 'asked once, then not again');
   });
 
   it('error text with NUL characters (which PostgreSQL text cannot hold) still lands, as U+FFFD', async () => {

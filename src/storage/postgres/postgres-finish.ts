@@ -1,23 +1,33 @@
 /**
  * Finishing jobs on PostgreSQL: a batch of outcomes in one statement, on the pool or on the
- * caller's transaction client. A batch of plain successes takes the lighter `finish_succeeded`;
- * any other batch `finish_jobs` (both in postgres-functions.ts). PostgresStorage delegates.
+ * caller's transaction client. A batch of plain successes takes the lighter `finish_succeeded`,
+ * naming the worker when this storage made all their claims (postgres-claim-bases.ts); any other
+ * batch `finish_jobs` (all in postgres-functions.ts). PostgresStorage delegates.
  */
 import type { FinishParams, FinishResult } from '../../core/storage.js';
+import type { ClaimBases } from './postgres-claim-bases.js';
 import { query, type Prepared } from './postgres-db.js';
-import { safeText, validId, type Queryable } from './postgres-rows.js';
+import { safeText, validId, type Queryable, type Row } from './postgres-rows.js';
 
 export interface FinishStatements {
   finish: Prepared;
   finishSucceeded: Prepared;
+  finishSucceededBy: Prepared;
 }
 
-/** `notify`: the NOTIFY channel and payload (the schema) for the wake-up of jobs due again now. */
-export async function finishJobs(on: Queryable, hot: FinishStatements, params: readonly FinishParams[], notify: [string, string]): Promise<FinishResult[]> {
+/** SQLSTATE undefined_function: the schema predates the function called. */
+const UNDEFINED_FUNCTION = '42883';
+
+/**
+ * `notify`: the NOTIFY channel and payload (the schema) for the wake-up of jobs due again now.
+ * `bases`: this storage's claims, to name the worker of a batch of successes; not given inside
+ * a caller's transaction, which one refused statement would abort.
+ */
+export async function finishJobs(on: Queryable, hot: FinishStatements, bases: ClaimBases | undefined, params: readonly FinishParams[], notify: [string, string]): Promise<FinishResult[]> {
   const items = params.filter((f) => validId(f.id) !== null);
   const applied = new Map<FinishParams, boolean>();
   if (items.length > 0 && items.every(plainSuccess)) {
-    const rows = await query(on, 'finishJobs', hot.finishSucceeded, [items.map((f) => validId(f.id)), items.map((f) => f.leaseToken)]);
+    const rows = await finishSucceeded(on, hot, bases, items.map((f) => validId(f.id)), items.map((f) => f.leaseToken));
     for (const r of rows) applied.set(items[Number(r.ord) - 1] as FinishParams, true);
   } else if (items.length > 0) {
     // Optional columns go as [] when no item has a value: unnest pads a shorter array with
@@ -39,6 +49,24 @@ export async function finishJobs(on: Queryable, hot: FinishStatements, params: r
     for (const r of rows) applied.set(items[Number(r.ord) - 1] as FinishParams, true);
   }
   return params.map((f) => ({ id: f.id, applied: applied.get(f) ?? false }));
+}
+
+/**
+ * A batch of successes: named for their worker where `bases` knows it, else read back. A
+ * database still at schema 7 (new workers run before `migrate`) has no named finish: it refuses
+ * the call without landing anything, and from then on the batches are read back.
+ */
+async function finishSucceeded(on: Queryable, hot: FinishStatements, bases: ClaimBases | undefined, ids: unknown[], tokens: string[]): Promise<Row[]> {
+  const worker = bases?.workerOf(tokens);
+  if (bases && worker !== undefined) {
+    try {
+      return await query(on, 'finishJobs', hot.finishSucceededBy, [ids, tokens, worker]);
+    } catch (e) {
+      if ((e as { cause?: { code?: unknown } }).cause?.code !== UNDEFINED_FUNCTION) throw e;
+      bases.unnamed();
+    }
+  }
+  return query(on, 'finishJobs', hot.finishSucceeded, [ids, tokens]);
 }
 
 /** A finish that `finish_succeeded` lands exactly as `finish_jobs` would: a success and nothing else. */

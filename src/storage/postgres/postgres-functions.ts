@@ -86,6 +86,21 @@ AS ${body(jobsSql(s).finishSucceededUnlocked)};
 }
 
 /**
+ * Migration 8: the finish of a batch of successes that names the worker whose claims they are
+ * (`finishSucceededBy`), an overload: workers of the previous version keep calling the
+ * two-argument finish_succeeded.
+ */
+export function migration8Functions(s: string): string {
+  return `
+-- finish_succeeded (one worker's claims): land a batch of fenced successes and write their attempt rows; returns the positions that landed
+CREATE FUNCTION ${s}.finish_succeeded(ids bigint[], tokens text[], worker text)
+RETURNS TABLE (ord bigint)
+LANGUAGE plpgsql VOLATILE ${INDEXED}
+AS ${body(jobsSql(s).finishSucceededBy)};
+`;
+}
+
+/**
  * Migration 7: the effect ledger's batched writes (postgres-sql-effects.ts), for the worker's
  * batches of `ctx.once` calls. Their arrays are looked up in the jobs and effects tables by
  * primary key; a plan cached while either table was small would scan it whole for every batch.

@@ -7,18 +7,21 @@
 import { randomBytes } from 'node:crypto';
 import type { ClaimedJob, ClaimParams, ExpiredLease, HeartbeatParams, HeartbeatResult, LeaseRef } from '../../core/storage.js';
 import type { JobStatus } from '../../core/status.js';
+import type { ClaimBases } from './postgres-claim-bases.js';
 import { query, type Prepared } from './postgres-db.js';
 import { toClaimedJob, toExpiredLease, validId, type Queryable } from './postgres-rows.js';
 import type { jobsSql } from './postgres-sql-jobs.js';
 
 type JobsSql = ReturnType<typeof jobsSql>;
 
-export async function claimJobs(db: Queryable, claim: Prepared, p: ClaimParams): Promise<ClaimedJob[]> {
+/** `bases` hears which worker claimed with which base (for its finishes, postgres-finish.ts). */
+export async function claimJobs(db: Queryable, claim: Prepared, bases: ClaimBases, p: ClaimParams): Promise<ClaimedJob[]> {
   if (p.limit <= 0 || p.types.length === 0) return [];
   // a fresh base per claim; each job's token is the base and its id (see claimWithBase).
   // 128 bits in base64url: 22 characters where hex took 32, and a token is written three
   // times per job (the claimed row, the attempt row and its key)
   const base = randomBytes(16).toString('base64url');
+  bases.add(base, p.workerId);
   const params = [p.workerId, [...p.types], p.queues ? [...p.queues] : null, p.limit, p.leaseMs, base];
   const rows = (await query(db, 'claimJobs', claim, params)) as unknown as unknown[][];
   return rows.map((r) => toClaimedJob(r, p.workerId, base));

@@ -3,13 +3,14 @@
  * every dialect that has it (1 = the initial schema of jobs, attempts, effects and workers;
  * 3, the hot path as functions, exists on PostgreSQL only; 4, lease tokens from a base the worker
  * sends, too; 6, job ids without AUTOINCREMENT, is SQLite's alone, so PostgreSQL has no 6; 7, the
- * effect ledger's batches as functions, is PostgreSQL's). Each entry's
+ * effect ledger's batches as functions, is PostgreSQL's, and so is 8, the finish of one worker's
+ * successes). Each entry's
  * `sql` is a function of the quoted schema name, so several leasehold installations can share
  * one database. `migrate()` runs them in one transaction under an advisory lock (see
  * postgres-storage.ts), so two processes migrating at once apply each version exactly once.
  */
 
-import { hotPathFunctions, migration4Functions, migration5Functions, migration7Functions } from './postgres-functions.js';
+import { hotPathFunctions, migration4Functions, migration5Functions, migration7Functions, migration8Functions } from './postgres-functions.js';
 
 export interface PostgresMigration {
   version: number;
@@ -189,6 +190,14 @@ ${migration5Functions(s)}`,
 -- a worker writes the ctx.once calls of its concurrent attempts together: one call reserves a
 -- batch, one records a batch, each with plans that look every key and job up by primary key
 ${migration7Functions(s)}`,
+  },
+  {
+    version: 8,
+    name: "finish of a batch of successes naming the worker whose claims they are",
+    sql: (s) => `
+-- the attempt rows of a worker's own successes take its id from the call instead of a second
+-- read of every job row
+${migration8Functions(s)}`,
   },
 ];
 

@@ -18,6 +18,7 @@ import type {
   ExpiredLease, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount,
   JobQuery, JobRow, MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
 } from '../../core/storage.js';
+import { ClaimBases } from './postgres-claim-bases.js';
 import { prepared, query, transaction } from './postgres-db.js';
 import { fastTypes } from './postgres-types.js';
 import type { Prepared } from './postgres-db.js';
@@ -68,7 +69,9 @@ export class PostgresStorage implements Storage {
   private readonly ownsPool: boolean;
   /** The job statements; the hot ones also prepared (their functions: postgres-functions.ts). */
   private readonly sql: ReturnType<typeof jobsSql>;
-  private readonly hot: { claim: Prepared; heartbeat: Prepared; finish: Prepared; finishSucceeded: Prepared };
+  private readonly hot: { claim: Prepared; heartbeat: Prepared; finish: Prepared; finishSucceeded: Prepared; finishSucceededBy: Prepared };
+  /** which worker made this storage's recent claims, for the finishes of their successes */
+  private readonly bases = new ClaimBases();
   private readonly inserts: InsertContext;
   private readonly admin: ReturnType<typeof adminSql>;
   private readonly effects: fx.EffectStatements;
@@ -85,7 +88,10 @@ export class PostgresStorage implements Storage {
     const q = quoteSchema(this.schema);
     const jobs = jobsSql(q);
     this.sql = jobs;
-    this.hot = { claim: prepared(jobs.claimCall, 'array'), heartbeat: prepared(jobs.heartbeatCall), finish: prepared(jobs.finishCall), finishSucceeded: prepared(jobs.finishSucceededCall) };
+    this.hot = {
+      claim: prepared(jobs.claimCall, 'array'), heartbeat: prepared(jobs.heartbeatCall), finish: prepared(jobs.finishCall),
+      finishSucceeded: prepared(jobs.finishSucceededCall), finishSucceededBy: prepared(jobs.finishSucceededByCall),
+    };
     const ins = insertSql(q);
     this.inserts = {
       run: (what, text, params, on) => this.run(what, text, params, on),
@@ -172,7 +178,7 @@ export class PostgresStorage implements Storage {
   }
 
   claimJobs(p: ClaimParams): Promise<ClaimedJob[]> {
-    return hot.claimJobs(this.pool, this.hot.claim, p);
+    return hot.claimJobs(this.pool, this.hot.claim, this.bases, p);
   }
 
   heartbeat(p: HeartbeatParams): Promise<HeartbeatResult> {
@@ -180,7 +186,8 @@ export class PostgresStorage implements Storage {
   }
 
   async finishJobs(params: readonly FinishParams[], opts?: { tx?: unknown }): Promise<FinishResult[]> {
-    return finishJobs(txClient(opts?.tx) ?? this.pool, this.hot, params, this.notify);
+    const tx = txClient(opts?.tx);
+    return finishJobs(tx ?? this.pool, this.hot, tx ? undefined : this.bases, params, this.notify);
   }
 
   findExpiredLeases(p: { limit: number }): Promise<ExpiredLease[]> {
