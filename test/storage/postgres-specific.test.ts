@@ -131,13 +131,16 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
     // (heartbeats lock in id order too); in input order these two would lock from opposite ends
     const s = fresh();
     await s.migrate();
-    for (let round = 0; round < 15; round++) {
+    // odd rounds finish through another storage object, which did not make the claims: the
+    // finish that reads the worker back; even rounds the one that names it
+    const other = fresh(s.schema);
+    for (let round = 0; round < 16; round++) {
       await s.insertJobs(Array.from({ length: 200 }, () => job('lock-order')));
       const claimed = await s.claimJobs({ workerId: 'w', types: ['lock-order'], queues: null, limit: 200, leaseMs: 30_000 });
       assert.equal(claimed.length, 200);
       const [, finished] = await Promise.all([
         s.heartbeat({ leases: claimed.map((j) => ({ id: j.id, leaseToken: j.leaseToken })), leaseMs: 30_000 }),
-        s.finishJobs([...claimed].reverse().map((j) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } }))),
+        (round % 2 ? other : s).finishJobs([...claimed].reverse().map((j) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } }))),
       ]);
       assert.equal(finished.filter((r) => r.applied).length, 200, `round ${round}: every success landed`);
     }
@@ -224,6 +227,26 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
         assert.deepEqual(attempts.map((x) => [x.workerId, x.leaseToken, x.outcome]), [[worker, j.leaseToken, 'succeeded']], `job ${j.id}`);
       }
     }
+    // inside the caller's transaction (where a refused statement would abort it): read back
+    await s.insertJobs([job('who')]);
+    const [e] = await claim(s, 'wa');
+    const tx = await client();
+    const txSent: string[] = [];
+    const txQuery = tx.query.bind(tx) as (...args: unknown[]) => unknown;
+    (tx as unknown as { query: unknown }).query = (qq: unknown, ...rest: unknown[]) => {
+      const m = /finish_succeeded\(([^)]*)\)/.exec(typeof qq === 'string' ? qq : String((qq as { text?: string }).text));
+      if (m) txSent.push(m[1]!.includes('$3') ? 'named' : 'read back');
+      return txQuery(qq, ...rest);
+    };
+    await tx.query('BEGIN');
+    assert.deepEqual((await s.finishJobs([{ id: e!.id, leaseToken: e!.leaseToken, status: 'succeeded', attempt: { outcome: 'succeeded' } }], { tx })).map((r) => r.applied), [true]);
+    await tx.query('COMMIT');
+    assert.deepEqual(txSent, ['read back']);
+    assert.deepEqual((await s.listAttempts(e!.id)).map((x) => x.workerId), ['wa']);
+    // a token that is not a string (a job row's null) names nobody and lands nothing
+    const before = sent.length;
+    assert.deepEqual((await s.finishJobs([{ id: e!.id, leaseToken: null as unknown as string, status: 'succeeded', attempt: { outcome: 'succeeded' } }])).map((r) => r.applied), [false]);
+    assert.deepEqual(sent.slice(before), ['read back']);
     // a lease lost to another claim is not landed through the named finish either
     await s.insertJobs([job('who')]);
     const [lost] = await claim(s, 'wa');

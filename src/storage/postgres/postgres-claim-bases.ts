@@ -38,6 +38,8 @@ export class ClaimBases {
     let worker: string | undefined;
     let lastBase = '';
     for (const token of tokens) {
+      // a caller may hand in what a job row holds, null for a job not running
+      if (typeof token !== 'string') return undefined;
       const dot = token.indexOf('.');
       if (dot <= 0) return undefined;
       // the tokens of one claim come together: one lookup per claim, not per token

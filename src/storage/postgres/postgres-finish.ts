@@ -15,8 +15,12 @@ export interface FinishStatements {
   finishSucceededBy: Prepared;
 }
 
-/** SQLSTATE undefined_function: the schema predates the function called. */
-const UNDEFINED_FUNCTION = '42883';
+/**
+ * The database refusing the named finish itself: undefined_function (a schema before 8) and
+ * insufficient_privilege (a role granted only the functions it had before). Either way the
+ * statement landed nothing, and the two-argument finish can do the same work.
+ */
+const NO_NAMED_FINISH = new Set(['42883', '42501']);
 
 /**
  * `notify`: the NOTIFY channel and payload (the schema) for the wake-up of jobs due again now.
@@ -54,7 +58,8 @@ export async function finishJobs(on: Queryable, hot: FinishStatements, bases: Cl
 /**
  * A batch of successes: named for their worker where `bases` knows it, else read back. A
  * database still at schema 7 (new workers run before `migrate`) has no named finish: it refuses
- * the call without landing anything, and from then on the batches are read back.
+ * the call without landing anything, and from then on, until the storage is made anew (a
+ * worker restart, as an upgrade asks for anyway), the batches are read back.
  */
 async function finishSucceeded(on: Queryable, hot: FinishStatements, bases: ClaimBases | undefined, ids: unknown[], tokens: string[]): Promise<Row[]> {
   const worker = bases?.workerOf(tokens);
@@ -62,7 +67,7 @@ async function finishSucceeded(on: Queryable, hot: FinishStatements, bases: Clai
     try {
       return await query(on, 'finishJobs', hot.finishSucceededBy, [ids, tokens, worker]);
     } catch (e) {
-      if ((e as { cause?: { code?: unknown } }).cause?.code !== UNDEFINED_FUNCTION) throw e;
+      if (!NO_NAMED_FINISH.has(String((e as { cause?: { code?: unknown } }).cause?.code))) throw e;
       bases.unnamed();
     }
   }

@@ -21,9 +21,11 @@ export async function claimJobs(db: Queryable, claim: Prepared, bases: ClaimBase
   // 128 bits in base64url: 22 characters where hex took 32, and a token is written three
   // times per job (the claimed row, the attempt row and its key)
   const base = randomBytes(16).toString('base64url');
-  bases.add(base, p.workerId);
   const params = [p.workerId, [...p.types], p.queues ? [...p.queues] : null, p.limit, p.leaseMs, base];
   const rows = (await query(db, 'claimJobs', claim, params)) as unknown as unknown[][];
+  // only claims that leased something: an idle worker's empty polls would push out the bases
+  // of leases still running
+  if (rows.length > 0) bases.add(base, p.workerId);
   return rows.map((r) => toClaimedJob(r, p.workerId, base));
 }
 
