@@ -46,6 +46,21 @@ export const ms = (expr: string): string => `(${expr} * interval '1 millisecond'
 export const durationSince = (start: string): string => `greatest(0, round(extract(epoch FROM ${NOW} - ${start}) * 1000))::bigint`;
 
 /**
+ * The start of both success finishes (`finishSucceededUnlocked`, `finishSucceededBy`): the
+ * items sorted by id, so that the update visits, and locks, the rows in id order; and what a
+ * success sets.
+ */
+const successItemsAndSet = (s: string): string => `WITH items AS (
+  SELECT i.item_id, i.token, i.ord
+  FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS i(item_id, token, ord)
+  ORDER BY i.item_id
+), upd AS (
+  UPDATE ${s}.jobs j
+  SET status = 'succeeded', locked_by = NULL, lease_token = NULL, locked_until = NULL,
+      finished_at = ${NOW}, updated_at = ${NOW}
+`;
+
+/**
  * The claim statement, with `token` as the SQL of each row's lease token (see `claim` and
  * `claimWithBase`) and `columns` the job columns it returns. `s` is the quoted schema name.
  */
@@ -223,15 +238,7 @@ SELECT ord FROM upd`,
      * the primary key, not scan the running-lease index (its generic plan did, 200 µs per job).
      */
     finishSucceededUnlocked: `-- leasehold finish (successes): land each fenced success (id + token + running), write its attempt row
-WITH items AS (
-  SELECT i.item_id, i.token, i.ord
-  FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS i(item_id, token, ord)
-  ORDER BY i.item_id
-), upd AS (
-  UPDATE ${s}.jobs j
-  SET status = 'succeeded', locked_by = NULL, lease_token = NULL, locked_until = NULL,
-      finished_at = ${NOW}, updated_at = ${NOW}
-  FROM items i, ${s}.jobs prior
+${successItemsAndSet(s)}  FROM items i, ${s}.jobs prior
   WHERE j.id = i.item_id AND prior.id = i.item_id AND j.lease_token = i.token AND (j.status = 'running') IS TRUE
   RETURNING i.ord, j.id, j.attempts, prior.locked_by, i.token AS lease_token, j.started_at
 ), fresh AS (
@@ -259,15 +266,7 @@ SELECT ord FROM upd`,
      * is its worker. Such a lease never had a row opened for it: a plain insert.
      */
     finishSucceededBy: `-- leasehold finish (successes of one worker's claims): land each fenced success (id + token + running), write its attempt row
-WITH items AS (
-  SELECT i.item_id, i.token, i.ord
-  FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS i(item_id, token, ord)
-  ORDER BY i.item_id
-), upd AS (
-  UPDATE ${s}.jobs j
-  SET status = 'succeeded', locked_by = NULL, lease_token = NULL, locked_until = NULL,
-      finished_at = ${NOW}, updated_at = ${NOW}
-  FROM items i
+${successItemsAndSet(s)}  FROM items i
   WHERE j.id = i.item_id AND j.lease_token = i.token AND (j.status = 'running') IS TRUE
   RETURNING i.ord, j.id, j.attempts, i.token AS lease_token, j.started_at
 ), fresh AS (
