@@ -32,4 +32,25 @@ describe('parseTimestamptz', () => {
       }),
     );
   });
+
+  it('repeated texts (a claim repeats its timestamps): the same instant each time, in a fresh Date', () => {
+    const texts = ['2026-11-22 01:20:18.702+00', '2026-11-22 01:20:18.703+00', '2026-11-22 01:25:18.702+00', '2026-11-21 23:59:59.1-08', '2026-11-22 01:20:19+00', 'infinity'];
+    const seen: Date[] = [];
+    // rounds over more texts than the memo holds, in changing orders
+    for (let round = 0; round < 6; round++) {
+      for (let i = 0; i < texts.length; i++) {
+        const s = texts[(i * (round + 1)) % texts.length] as string;
+        const got = parseTimestamptz(s);
+        assert.equal(String(got), String(pgParse(s)), s);
+        if (got instanceof Date) {
+          assert.ok(!seen.includes(got), 'a Date handed out twice');
+          seen.push(got);
+        }
+      }
+    }
+    // a caller changing its Date does not change what the next row gets
+    const first = parseTimestamptz(texts[0] as string);
+    first.setTime(0);
+    assert.equal(parseTimestamptz(texts[0] as string).getTime(), pgParse(texts[0] as string).getTime());
+  });
 });
