@@ -53,4 +53,10 @@ describe('parseTimestamptz', () => {
     first.setTime(0);
     assert.equal(parseTimestamptz(texts[0] as string).getTime(), pgParse(texts[0] as string).getTime());
   });
+
+  it("a fresh process's first texts, the empty one too, are parsed, not matched with empty slots", async () => {
+    // a module instance of its own: its memo has not been filled by the tests above
+    const fresh = (await import(`./postgres-types.js?fresh=${Date.now()}`)) as { parseTimestamptz: (s: string) => Date };
+    for (const s of ['', '', '2026-11-22 01:20:18.702+00', '']) assert.equal(String(fresh.parseTimestamptz(s)), String(pgParse(s)), JSON.stringify(s));
+  });
 });

@@ -1,9 +1,10 @@
 /**
  * Value parsers for the pools this adapter creates. node-postgres parses every timestamptz
  * with a general regular expression; a claim returns four of them per job (eight before
- * migration 4), and that parse was the largest single cost on the Node side of a drain. The server always sends the ISO format
- * (`2026-11-22 01:20:18.702+00`, DateStyle ISO is the default and what pg expects), which this
- * reads by position; anything else (BC, infinity, a seconds offset) goes to pg's own parser.
+ * migration 4), and that parse was the largest single cost on the Node side of a drain. The
+ * server always sends the ISO format (`2026-11-22 01:20:18.702+00`, DateStyle ISO is the
+ * default and what pg expects), which this reads by position; anything else (BC, infinity, a
+ * seconds offset) goes to pg's own parser.
  */
 import pg from 'pg';
 
@@ -28,7 +29,8 @@ function digits(s: string, from: number, to: number): number {
  * against 272 without the memo (the twelfth round, docs/performance.md).
  */
 const MEMO = 4;
-const memoText: string[] = new Array<string>(MEMO).fill('');
+// empty slots hold no text, so that no input (not even '') matches them
+const memoText: (string | undefined)[] = new Array<string | undefined>(MEMO).fill(undefined);
 const memoTime: number[] = new Array<number>(MEMO).fill(0);
 let memoNext = 0;
 
