@@ -25,6 +25,7 @@ if (files.length === 0) {
   process.exit(1);
 }
 
+console.log(`node ${process.version}: ${files.length} test file(s)`);
 const reportDir = mkdtempSync(path.join(tmpdir(), 'leasehold-skips-'));
 const report = path.join(reportDir, 'skipped.txt');
 const res = spawnSync(

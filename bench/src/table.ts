@@ -2,6 +2,7 @@
  * The table printed per database: each workload × peer with leasehold's figure, the peer's and
  * leasehold ÷ peer (median, with min–max over the repeats), then the spike row. A peer whose id
  * ends in -poll10 is compared with leasehold at a 10 ms poll, so like is set beside like.
+ * leasehold on the node:sqlite driver (id ending -node) is set beside it as if it were a peer.
  */
 import type { Db, SystemDef } from './common.ts';
 import { fmt, stats } from './common.ts';
@@ -31,7 +32,7 @@ export function table(db: Db, { only, spikeDue, spikeFinished }: TableOptions): 
     `| workload | leasehold | vs | their figure | leasehold ÷ them |`,
     `|---|---:|---|---:|---:|`,
   ];
-  const systems = allSystems.filter((s) => s.db === db && s.kind !== 'leasehold' && (!only || only.includes(s.id)));
+  const systems = allSystems.filter((s) => s.db === db && (s.kind !== 'leasehold' || s.id.endsWith('-node')) && (!only || only.includes(s.id)));
   for (const metric of [M.bulk, M.single, M.c10, M.c50, M.p2, M.p50, M.p95, M.p99]) {
     const unit = metric.startsWith('idle') ? 'ms, lower is better' : 'jobs/s';
     const before = lines.length;
@@ -50,7 +51,7 @@ export function table(db: Db, { only, spikeDue, spikeFinished }: TableOptions): 
     }
     if (lines.length === before) {
       // no peer measured this on this database (e.g. latency on MySQL): show leasehold alone
-      for (const lh of allSystems.filter((x) => x.db === db && x.kind === 'leasehold')) {
+      for (const lh of allSystems.filter((x) => x.db === db && x.kind === 'leasehold' && !x.id.endsWith('-node'))) {
         const mine = get(lh.id, metric);
         if (mine) lines.push(`| ${metric} (${unit}) | ${cell(mine)}${lh.id.endsWith('poll10') ? ' (poll 10 ms)' : ''} | (no peer runs here) | - | - |`);
       }

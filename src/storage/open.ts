@@ -1,12 +1,15 @@
 /**
  * Open a storage from a URL, loading only the driver that URL needs:
  *   sqlite:path/to/file.db   (relative to the working directory, or absolute)
+ *   sqlite:file.db?driver=node:sqlite   (Node's built-in SQLite instead of better-sqlite3)
  *   postgres://user@host:5432/db?schema=leasehold
  *   mysql://user:pass@host:3306/db      (mariadb:// too)
  *   memory:                  (tests; nothing persists)
  */
 import { ValidationError } from '../core/errors.js';
 import type { Storage } from '../core/storage.js';
+import { checkDriver } from './sqlite/sqlite-driver.js';
+import type { SqliteDriverName } from './sqlite/sqlite-driver.js';
 
 export const DEFAULT_DB_URL = 'sqlite:leasehold.db';
 
@@ -16,6 +19,8 @@ export interface ParsedDbUrl {
   target: string;
   /** postgres: the schema from ?schema= */
   schema?: string;
+  /** sqlite: the driver from ?driver= */
+  driver?: SqliteDriverName;
 }
 
 export function parseDbUrl(url: string): ParsedDbUrl {
@@ -25,9 +30,13 @@ export function parseDbUrl(url: string): ParsedDbUrl {
   if (typeof url !== 'string' || url.trim() === '') bad('empty');
   if (url === 'memory:') return { kind: 'memory', target: '' };
   if (url.startsWith('sqlite:')) {
-    const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    const [rest = '', query] = splitQuery(url.slice('sqlite:'.length));
+    const path = rest.replace(/^\/\/(?=\/)/, '');
     if (path === '' || path === '//') bad('no file path');
-    return { kind: 'sqlite', target: path };
+    const params = new URLSearchParams(query ?? '');
+    for (const k of params.keys()) if (k !== 'driver') bad(`unknown option ?${k}= (sqlite takes ?driver=)`);
+    const driver = params.get('driver');
+    return { kind: 'sqlite', target: path, ...(driver !== null ? { driver: checkDriver(driver) } : {}) };
   }
   let u: URL;
   try {
@@ -50,6 +59,12 @@ export function parseDbUrl(url: string): ParsedDbUrl {
   return bad(`unknown scheme ${u.protocol}`);
 }
 
+/** A sqlite: target's path and its `?query`, split at the last '?' (a path may hold one). */
+function splitQuery(target: string): [string, string?] {
+  const i = target.lastIndexOf('?');
+  return i < 0 || !target.slice(i + 1).startsWith('driver=') ? [target] : [target.slice(0, i), target.slice(i + 1)];
+}
+
 export interface OpenOptions {
   /** connection pool size for server databases (default 10) */
   poolSize?: number;
@@ -64,7 +79,7 @@ export async function openStorage(url: string, opts: OpenOptions = {}): Promise<
     }
     case 'sqlite': {
       const { sqliteStorage } = await import('./sqlite/index.js');
-      return sqliteStorage({ path: p.target });
+      return sqliteStorage({ path: p.target, ...(p.driver ? { driver: p.driver } : {}) });
     }
     case 'postgres': {
       const { postgresStorage } = await import('./postgres/index.js');

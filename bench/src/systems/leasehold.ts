@@ -23,10 +23,10 @@ const PG_SCHEMA = 'bench_leasehold';
 const MY_DB = 'bench_leasehold';
 const sqliteFile = () => join(sqliteDir(), 'leasehold.db');
 
-function url(db: Db): string {
+function url(db: Db, variant: Variant = 'default'): string {
   if (db === 'postgres') return `${PG_URL}?schema=${PG_SCHEMA}`;
   if (db === 'mysql') return `${MYSQL_URL}/${MY_DB}`;
-  return `sqlite:${sqliteFile()}`;
+  return `sqlite:${sqliteFile()}${variant === 'node-sqlite' ? '?driver=node:sqlite' : ''}`;
 }
 
 let onJobRef: OnJob = () => {};
@@ -100,8 +100,8 @@ async function unfinishedCounter(db: Db): Promise<{ count: () => Promise<number>
   return { count: async () => Number((stmt.get() as { n: number }).n), close: async () => void d.close() };
 }
 
-async function producer(db: Db): Promise<Producer> {
-  const storage = await openStorage(url(db));
+async function producer(db: Db, variant: Variant): Promise<Producer> {
+  const storage = await openStorage(url(db, variant));
   const client = createClient({ storage, jobs: [noop] });
   let counter: Awaited<ReturnType<typeof unfinishedCounter>> | undefined;
   return {
@@ -192,25 +192,28 @@ async function seedSpike(db: Db, finished: number, due: number): Promise<void> {
   }
 }
 
-function def(db: Db, variant: 'default' | 'poll10'): SystemDef {
+type Variant = 'default' | 'poll10' | 'node-sqlite';
+
+function def(db: Db, variant: Variant): SystemDef {
   const pollIntervalMs = variant === 'poll10' ? 10 : undefined;
+  const suffix = variant === 'poll10' ? '-poll10' : variant === 'node-sqlite' ? '-node' : '';
   const wake = db === 'postgres' ? 'LISTEN/NOTIFY wake-ups + 1 s backstop poll' : variant === 'poll10' ? 'poll every 10 ms' : 'poll every 1 s (default)';
   return {
-    id: `leasehold-${db}${variant === 'poll10' ? '-poll10' : ''}`,
+    id: `leasehold-${db}${suffix}`,
     db,
-    label: variant === 'poll10' ? 'leasehold, poll 10 ms' : 'leasehold',
+    label: variant === 'poll10' ? 'leasehold, poll 10 ms' : variant === 'node-sqlite' ? 'leasehold on node:sqlite' : 'leasehold',
     settings: `Worker({concurrency: c}) defaults: the automatic claim buffer (about 25 ms of work, up to 500 no-op jobs; a claim refills it once half empty), lease 30 s, heartbeats, sweeper, attempt rows, batched fenced finishes; ${wake}; openStorage(url) default pool 10; logger silent`,
     kind: 'leasehold',
-    timeEnqueue: variant === 'default',
+    timeEnqueue: variant !== 'poll10',
     latency: true,
     latencyEveryRound: db === 'postgres' && variant === 'default',
     latencyOnly: variant === 'poll10',
     reset: () => reset(db),
     cleanup: () => cleanup(db),
-    producer: () => producer(db),
+    producer: () => producer(db, variant),
     async worker({ concurrency, onJob }) {
       onJobRef = onJob;
-      const storage = await openStorage(url(db));
+      const storage = await openStorage(url(db, variant));
       const bufferSize = process.env.BENCH_LEASEHOLD_BUFFER ? Number(process.env.BENCH_LEASEHOLD_BUFFER) : undefined;
       const w = new Worker({ storage, jobs: [noop], concurrency, logger: defaultLogger(), ...(pollIntervalMs ? { pollIntervalMs } : {}), ...(bufferSize ? { bufferSize } : {}) });
       await w.start();
@@ -229,6 +232,7 @@ export const leaseholdSystems: SystemDef[] = [
   def('postgres', 'default'),
   def('sqlite', 'default'),
   def('sqlite', 'poll10'),
+  def('sqlite', 'node-sqlite'),
   def('mysql', 'default'),
   def('mysql', 'poll10'),
 ];

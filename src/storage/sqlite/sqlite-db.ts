@@ -10,19 +10,17 @@
  * WAL lets readers proceed while a writer holds the lock. A busy write lock is waited for here
  * (`retryBusy`, short waits up to the busy timeout), not by SQLite's busy handler.
  */
-import Database from 'better-sqlite3';
 import { SchemaTooNewError, TransientStorageError } from '../../core/errors.js';
 import type { MigrateResult } from '../../core/storage.js';
 import { MIGRATIONS_SQL } from './sqlite-sql.js';
 import { SQLITE_LATEST_VERSION, SQLITE_MIGRATIONS, withPrefix } from './sqlite-migrations.js';
+import { openSqlite, sqliteErrorCode } from './sqlite-driver.js';
+import type { SqliteConnection, SqliteDriverName, SqliteStatement as Stmt } from './sqlite-driver.js';
 
-type Db = Database.Database;
-type Stmt = Database.Statement<unknown[], unknown>;
-
-/** SQLite result codes worth retrying: the lock was not granted within the busy timeout. */
+/** SQLite result codes worth retrying (BUSY, LOCKED): the lock was not granted within the busy timeout. */
 function isTransient(e: unknown): boolean {
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+  const code = sqliteErrorCode(e);
+  return code === 5 || code === 6;
 }
 
 /** Rethrow SQLITE_BUSY / SQLITE_LOCKED as TransientStorageError; anything else unchanged. */
@@ -52,24 +50,22 @@ function lockWaitMs(attempt: number): number {
 }
 
 export class SqliteDb {
-  readonly db: Db;
+  readonly db: SqliteConnection;
   private readonly cache = new Map<string, Stmt>();
-  private readonly txRunner: Database.Transaction<(fn: () => unknown) => unknown>;
 
   constructor(
     path: string,
     readonly prefix: string,
     private readonly busyTimeoutMs: number,
+    driver: SqliteDriverName = 'better-sqlite3',
   ) {
-    // SQLite's busy handler off: a busy write lock is waited for by `retryBusy`
-    this.db = new Database(path, { timeout: 0 });
+    this.db = openSqlite(path, driver);
     try {
       this.pragmas(busyTimeoutMs);
     } catch (e) {
       this.db.close();
       mapError(e);
     }
-    this.txRunner = this.db.transaction((fn: () => unknown) => fn());
   }
 
   private pragmas(busyTimeoutMs: number): void {
@@ -107,8 +103,7 @@ export class SqliteDb {
     const key = mode === 'raw' ? `raw:${template}` : template;
     let s = this.cache.get(key);
     if (s === undefined) {
-      s = this.db.prepare(withPrefix(template, this.prefix));
-      if (mode === 'raw') s.raw(true);
+      s = this.db.prepare(withPrefix(template, this.prefix), mode === 'raw');
       this.cache.set(key, s);
     }
     return s;
@@ -125,7 +120,7 @@ export class SqliteDb {
       started = true;
       return fn();
     };
-    return this.retryBusy(() => this.txRunner.immediate(run) as T, () => !started);
+    return this.retryBusy(() => this.db.immediate(run), () => !started);
   }
 
   /**

@@ -1,5 +1,5 @@
 /**
- * The SQLite adapter (better-sqlite3): the embedded default. Implements the Storage contract of
+ * The SQLite adapter (better-sqlite3, or node:sqlite by option): the embedded default. Implements the Storage contract of
  * src/core/storage.ts; every decision comes from the caller, this file performs it as one
  * guarded write and reports which rows changed.
  *
@@ -7,7 +7,7 @@
  * option (default Date.now), read once per operation and passed to SQL as `@now`. Processes
  * sharing one file must therefore share a host clock (they share a file system, so they do).
  *
- * Transactions are synchronous in better-sqlite3, so a caller's own transaction cannot span
+ * Transactions are synchronous in both drivers, so a caller's own transaction cannot span
  * an `await`: `transactionalEnqueue` is false and `opts.tx` is rejected with NotSupportedError.
  */
 import { NotSupportedError } from '../../core/errors.js';
@@ -17,6 +17,8 @@ import type {
   MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
 } from '../../core/storage.js';
 import { SqliteDb } from './sqlite-db.js';
+import { checkDriver } from './sqlite-driver.js';
+import type { SqliteDriverName } from './sqlite-driver.js';
 import { checkPrefix } from './sqlite-migrations.js';
 import * as admin from './sqlite-admin.js';
 import * as fx from './sqlite-effects.js';
@@ -36,6 +38,8 @@ export interface SqliteStorageOptions {
   clock?: () => number;
   /** prefix of every table and index name (default 'leasehold_') */
   tablePrefix?: string;
+  /** 'better-sqlite3' (default) or 'node:sqlite' (built into Node, no native module) */
+  driver?: SqliteDriverName;
 }
 
 export class SqliteStorage implements Storage {
@@ -46,7 +50,7 @@ export class SqliteStorage implements Storage {
 
   constructor(opts: SqliteStorageOptions) {
     this.clock = opts.clock ?? Date.now;
-    this.conn = new SqliteDb(opts.path, checkPrefix(opts.tablePrefix ?? 'leasehold_'), opts.busyTimeoutMs ?? 5000);
+    this.conn = new SqliteDb(opts.path, checkPrefix(opts.tablePrefix ?? 'leasehold_'), opts.busyTimeoutMs ?? 5000, checkDriver(opts.driver));
   }
 
   async migrate(): Promise<MigrateResult> {
