@@ -9,8 +9,11 @@
  */
 import type { Context } from 'hono';
 import { Hono } from 'hono';
+import { bearerAuth } from 'hono/bearer-auth';
 import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { HTTPException } from 'hono/http-exception';
+import { secureHeaders } from 'hono/secure-headers';
 import { isLeaseholdError, ValidationError } from '../core/errors.js';
 import type { ScheduleRow } from '../core/schedules.js';
 import type { Client } from '../runtime/client.js';
@@ -18,7 +21,7 @@ import { BadRequest, normaliseBasePath, parseFilters, parseJobId, safeNext } fro
 import type { Html, PageContext } from './layout.js';
 import { STYLE_HASH } from './layout.js';
 import { errorPage, jobDetailPage, jobListPage, loginPage, overviewPage, schedulesPage } from './pages.js';
-import { AUTH_COOKIE, hostnameOf, isLoopbackHost, Secrets, SESSION_COOKIE, SESSION_TTL_MS, checkTokenStrength } from './security.js';
+import { AUTH_COOKIE, hostnameOf, isLoopbackHost, Secrets, SESSION_COOKIE, SESSION_TTL_MS, checkTokenStrength, sha256 } from './security.js';
 
 /** The part of the client the dashboard uses; `listSchedules` is shown when the client has it. */
 export type DashboardClient = Pick<Client, 'listJobs' | 'getJob' | 'listAttempts' | 'countJobs' | 'listWorkers' | 'listEffects' | 'unhandledJobs' | 'retryNow' | 'cancel'> & {
@@ -48,7 +51,15 @@ class HttpError extends Error {
   }
 }
 
-const CSP = ["default-src 'none'", `style-src '${STYLE_HASH}'`, "img-src 'self' data:", "form-action 'self'", "frame-ancestors 'none'", "base-uri 'none'"].join('; ');
+const headers = secureHeaders({
+  contentSecurityPolicy: { defaultSrc: ["'none'"], styleSrc: [`'${STYLE_HASH}'`], imgSrc: ["'self'", 'data:'], formAction: ["'self'"], frameAncestors: ["'none'"], baseUri: ["'none'"] },
+  xFrameOptions: 'DENY',
+  referrerPolicy: 'same-origin',
+  crossOriginOpenerPolicy: 'same-origin',
+  crossOriginResourcePolicy: 'same-origin',
+  // the dashboard is plain HTTP on loopback unless a proxy terminates TLS, which sets HSTS itself
+  strictTransportSecurity: false,
+});
 
 export function createDashboard(opts: DashboardOptions): Hono<Env> {
   const base = normaliseBasePath(opts.basePath);
@@ -84,23 +95,21 @@ export function createDashboard(opts: DashboardOptions): Hono<Env> {
     else if (err instanceof ValidationError) [status, message] = [400, err.message];
     else if (isLeaseholdError(err) && err.code === 'JOB_NOT_FOUND') [status, message] = [404, err.message];
     else if (isLeaseholdError(err) && err.code === 'INVALID_STATE') [status, message] = [409, err.message];
-    else console.error('leasehold dashboard:', err);
-    if (status === 401 && c.req.header('authorization')) c.header('WWW-Authenticate', 'Bearer realm="leasehold"');
+    else if (err instanceof HTTPException && (err.status === 400 || err.status === 401)) {
+      [status, message] = [err.status, err.status === 401 ? 'The bearer token is not valid.' : 'The Authorization header is malformed.'];
+      const challenge = err.getResponse().headers.get('WWW-Authenticate');
+      if (challenge) c.header('WWW-Authenticate', challenge);
+    } else console.error('leasehold dashboard:', err);
     return render(c, errorPage(status, message, base), status);
   });
   app.notFound((c) => render(c, errorPage(404, 'No such page.', base), 404));
 
   // Headers on every response, errors included.
-  app.use(scope, async (c, next) => {
+  app.use(scope, headers, async (c, next) => {
     await next();
-    c.header('Content-Security-Policy', CSP);
-    c.header('X-Content-Type-Options', 'nosniff');
-    c.header('X-Frame-Options', 'DENY');
-    c.header('Referrer-Policy', 'same-origin');
-    c.header('Cross-Origin-Opener-Policy', 'same-origin');
-    c.header('Cross-Origin-Resource-Policy', 'same-origin');
     c.header('Cache-Control', 'no-store');
   });
+  const bearer = opts.token === undefined ? undefined : bearerAuth<Env>({ token: opts.token, realm: 'leasehold', hashFunction: sha256 });
 
   app.use(scope, bodyLimit({ maxSize: 16 * 1024, onError: (c) => c.text('request body too large', 413) }));
 
@@ -118,14 +127,11 @@ export function createDashboard(opts: DashboardOptions): Hono<Env> {
     c.set('loggedIn', false);
     if (!secrets.tokenRequired) return next();
 
-    const authz = c.req.header('authorization');
-    if (authz !== undefined) {
-      const m = /^Bearer\s+(\S+)\s*$/i.exec(authz);
-      if (!m || !secrets.checkToken(m[1] ?? '')) throw new HttpError(401, 'The bearer token is not valid.');
+    if (c.req.header('authorization') !== undefined && bearer !== undefined) {
       // Header credentials are never sent cross-site by a browser; their CSRF token is bound to them.
       c.set('sid', 'bearer');
       c.set('csrf', secrets.csrfFor('bearer'));
-      return next();
+      return bearer(c, next);
     }
     if (secrets.checkAuth(c.get('sid'), getCookie(c, AUTH_COOKIE), Date.now())) {
       c.set('loggedIn', true);

@@ -32,15 +32,18 @@ export function hostnameOf(hostHeader: string): string {
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
+/** Hex SHA-256, for the bearer check's constant-time comparison. */
+export const sha256 = (s: string): string => digest(s).toString('hex');
+
 /** Constant-time string equality (hashing first, so lengths leak nothing either). */
 export function safeEqual(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b));
 }
 
-/** What the dashboard accepts as a token: long enough to resist guessing. */
+/** What the dashboard accepts as a token: long enough to resist guessing, and sendable as a bearer token (RFC 6750). */
 export function checkTokenStrength(token: string): void {
-  if (typeof token !== 'string' || token.length < 16 || /\s/.test(token)) {
-    throw new TypeError('dashboard token must be at least 16 characters without spaces (try: openssl rand -hex 24)');
+  if (typeof token !== 'string' || token.length < 16 || !/^[A-Za-z0-9._~+/-]+=*$/.test(token)) {
+    throw new TypeError('dashboard token must be at least 16 characters of letters, digits and ._~+/- (try: openssl rand -hex 24)');
   }
 }
 

@@ -75,6 +75,9 @@ describe('dashboard: escaping and headers', () => {
       assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
       assert.equal(res.headers.get('x-frame-options'), 'DENY');
       assert.equal(res.headers.get('cache-control'), 'no-store');
+      assert.equal(res.headers.get('referrer-policy'), 'same-origin');
+      assert.equal(res.headers.get('cross-origin-opener-policy'), 'same-origin');
+      assert.equal(res.headers.get('cross-origin-resource-policy'), 'same-origin');
     }
   });
 
@@ -188,7 +191,13 @@ describe('dashboard: tokens', () => {
     assert.equal(r.res.headers.get('location'), `/login?next=${encodeURIComponent(`/jobs/${s.deadId}`)}`);
     assert.ok(!r.text.includes('alert'));
     assert.equal((await post(app, `/jobs/${s.deadId}/retry`, {})).res.status, 401);
-    assert.equal((await get(app, '/', new Jar(), { authorization: 'Bearer wrong-token-0123456789' })).res.status, 401);
+    const wrong = (await get(app, '/', new Jar(), { authorization: 'Bearer wrong-token-0123456789' })).res;
+    assert.equal(wrong.status, 401);
+    assert.match(wrong.headers.get('www-authenticate') ?? '', /^Bearer /);
+    assert.equal(wrong.headers.get('x-frame-options'), 'DENY');
+    for (const authorization of ['Bearer', 'Basic dXNlcjpwYXNz', `Bearer ${TOKEN} extra`]) {
+      assert.ok([400, 401].includes((await get(app, '/', new Jar(), { authorization })).res.status), authorization);
+    }
     const ok = await get(app, `/jobs/${s.deadId}`, new Jar(), { authorization: `Bearer ${TOKEN}` });
     assert.equal(ok.res.status, 200);
     // bearer POSTs still need the form's CSRF token
