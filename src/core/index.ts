@@ -4,6 +4,7 @@ export * from './effects.js';
 export * from './errors.js';
 export * from './job-input.js';
 export * from './lease.js';
+export * from './limits.js';
 export * from './outcome.js';
 export * from './retry.js';
 export * from './schedules.js';

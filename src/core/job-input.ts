@@ -3,18 +3,19 @@
  * Bad input throws a `ValidationError` with a stable code; nothing reaches storage.
  */
 import { ValidationError } from './errors.js';
+import { MAX_PAYLOAD_DEPTH, checkDelay, checkTime, validateKeyText } from './limits.js';
 import type { NewJob } from './storage.js';
 
 export interface EnqueueOptions {
-  /** absolute time to run at (Date or ISO-8601 string) */
+  /** absolute time to run at (Date or ISO-8601 string), from 1970 to the end of 9999 */
   runAt?: Date | string;
-  /** run after this many milliseconds (from the database's now) */
+  /** run after this many milliseconds (from the database's now), at most 100 years */
   delayMs?: number;
   queue?: string;
   /** lower runs first; default 0 */
   priority?: number;
   maxAttempts?: number;
-  /** a second enqueue with the same key returns the first job instead of a new row */
+  /** a second enqueue with the same key returns the first job instead of a new row; 1-255 characters, no NUL */
   idempotencyKey?: string;
   /** inactivity timeout per attempt */
   timeoutMs?: number;
@@ -64,13 +65,12 @@ function intOption(name: string, v: number | undefined, min: number, fallback: n
 
 /**
  * An upper bound of the UTF-8 size of `JSON.stringify(v)` when `v` is plain JSON, found in one
- * cheap pass; -1 when it is not, or nests deeper than FAST_DEPTH (a cycle does too): then the
- * exact walk below decides, with its precise message. Bounds: a string's JSON is at most 6
+ * cheap pass; -1 when it is not, or nests deeper than MAX_PAYLOAD_DEPTH (a cycle does too): then
+ * the exact walk below decides, with its precise message. Bounds: a string's JSON is at most 6
  * bytes per UTF-16 unit (an escape like \u001f) plus quotes, a finite number at most 24
  * characters. This keeps enqueue from stringifying (and UTF-8 encoding) every payload just to
  * measure it; only a payload near the limit is measured exactly.
  */
-const FAST_DEPTH = 64;
 function jsonBound(v: unknown, depth: number): number {
   if (v === null) return 4;
   switch (typeof v) {
@@ -85,7 +85,7 @@ function jsonBound(v: unknown, depth: number): number {
     default:
       return -1;
   }
-  if (depth >= FAST_DEPTH) return -1;
+  if (depth >= MAX_PAYLOAD_DEPTH) return -1;
   if (Array.isArray(v)) {
     let n = 2 + v.length;
     for (let i = 0; i < v.length; i++) {
@@ -113,7 +113,7 @@ function jsonBound(v: unknown, depth: number): number {
 /** The exact check: throws INVALID_PAYLOAD naming the first offending path. */
 function walkPayload(payload: unknown): void {
   const seen = new Set<object>();
-  const walk = (v: unknown, path: string): void => {
+  const walk = (v: unknown, path: string, depth: number): void => {
     if (v === null || typeof v === 'boolean' || typeof v === 'string') return;
     if (typeof v === 'number') {
       if (!Number.isFinite(v)) throw new ValidationError('INVALID_PAYLOAD', `payload${path} is ${v}, which JSON cannot hold`);
@@ -121,20 +121,22 @@ function walkPayload(payload: unknown): void {
     }
     if (typeof v !== 'object') throw new ValidationError('INVALID_PAYLOAD', `payload${path} is a ${typeof v}, which is not JSON`);
     if (seen.has(v)) throw new ValidationError('INVALID_PAYLOAD', `payload${path} is circular`);
+    // deeper, JSON.stringify and this walk would run out of stack
+    if (depth >= MAX_PAYLOAD_DEPTH) throw new ValidationError('INVALID_PAYLOAD', `payload nests deeper than ${MAX_PAYLOAD_DEPTH} arrays/objects`);
     seen.add(v);
     if (Array.isArray(v)) {
-      v.forEach((x, i) => walk(x, `${path}[${i}]`));
+      v.forEach((x, i) => walk(x, `${path}[${i}]`, depth + 1));
     } else {
       const proto = Object.getPrototypeOf(v) as unknown;
       if (proto !== Object.prototype && proto !== null) {
         const name = (v as { constructor?: { name?: string } }).constructor?.name ?? 'object';
         throw new ValidationError('INVALID_PAYLOAD', `payload${path} is a ${name}; only plain JSON objects are allowed (store dates as ISO strings)`);
       }
-      for (const [k, x] of Object.entries(v)) walk(x, `${path}.${k}`);
+      for (const [k, x] of Object.entries(v)) walk(x, `${path}.${k}`, depth + 1);
     }
     seen.delete(v);
   };
-  walk(payload, '');
+  walk(payload, '', 0);
 }
 
 function checkSize(json: string, maxBytes: number): void {
@@ -178,34 +180,23 @@ export function parsePayloadText(text: string, maxBytes: number = DEFAULT_MAX_PA
   return value;
 }
 
-function parseRunAt(v: Date | string): Date {
-  const d = typeof v === 'string' ? new Date(v) : v;
-  if (!(d instanceof Date) || Number.isNaN(d.getTime())) invalid(`runAt is not a valid date: ${String(v)}`);
-  return d;
-}
-
 /** Build the row to insert from user input, or throw a `ValidationError`. */
 export function buildNewJob(type: string, payload: unknown, opts: EnqueueOptions, defaults: JobDefaults, maxPayloadBytes?: number): NewJob {
   validateName('job type', type);
   checkPayload(payload, maxPayloadBytes);
   if (opts.runAt !== undefined && opts.delayMs !== undefined) invalid('give runAt or delayMs, not both');
-  if (opts.delayMs !== undefined && (typeof opts.delayMs !== 'number' || !Number.isFinite(opts.delayMs) || opts.delayMs < 0)) {
-    invalid(`delayMs must be a number >= 0; got ${String(opts.delayMs)}`);
-  }
-  const key = opts.idempotencyKey;
-  if (key !== undefined && (typeof key !== 'string' || key.length === 0 || key.length > 255)) {
-    invalid('idempotencyKey must be a non-empty string of at most 255 characters');
-  }
+  if (opts.delayMs !== undefined) checkDelay('delayMs', opts.delayMs);
+  const key = opts.idempotencyKey === undefined ? null : validateKeyText('idempotencyKey', opts.idempotencyKey, 255);
   const timeoutMs = intOption('timeoutMs', opts.timeoutMs, 1, defaults.timeoutMs);
   return {
     type,
     payload,
     queue: validateName('queue', opts.queue ?? defaults.queue),
     priority: intOption('priority', opts.priority, -32768, defaults.priority, 32767),
-    runAt: opts.runAt === undefined ? undefined : parseRunAt(opts.runAt),
+    runAt: opts.runAt === undefined ? undefined : checkTime('runAt', opts.runAt),
     runAfterMs: Math.round(opts.delayMs ?? 0),
     maxAttempts: intOption('maxAttempts', opts.maxAttempts, 1, defaults.maxAttempts, 1_000_000),
-    idempotencyKey: key ?? null,
+    idempotencyKey: key,
     timeoutMs,
     maxRuntimeMs: intOption('maxRuntimeMs', opts.maxRuntimeMs, 1, Math.max(defaults.maxRuntimeMs, timeoutMs)),
   };

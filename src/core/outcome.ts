@@ -3,6 +3,8 @@
  * not control-flow exceptions, so the worker's `switch` over them is exhaustive.
  * Throwing anything is a retryable failure, except `PermanentFailure` (→ dead now).
  */
+import { checkDelay } from './limits.js';
+
 const OUTCOME = Symbol.for('leasehold.outcome');
 
 export type JobOutcome =
@@ -10,9 +12,9 @@ export type JobOutcome =
   | { readonly [OUTCOME]: true; readonly kind: 'cancel'; readonly reason: string }
   | { readonly [OUTCOME]: true; readonly kind: 'fail'; readonly reason: string };
 
-/** Run again after `delayMs`; the attempt is not counted as a failure. */
+/** Run again after `delayMs` (0 to 100 years); the attempt is not counted as a failure. */
 export function snooze(delayMs: number): JobOutcome {
-  if (!Number.isFinite(delayMs) || delayMs < 0) throw new RangeError('snooze delay must be >= 0');
+  checkDelay('snooze delay', delayMs);
   return { [OUTCOME]: true, kind: 'snooze', delayMs };
 }
 

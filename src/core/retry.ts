@@ -3,6 +3,7 @@
  * so tests (and property tests) can pin it.
  */
 import { ValidationError } from './errors.js';
+import { MAX_DELAY_MS } from './limits.js';
 
 export type Jitter =
   /** no jitter: the exact delay */
@@ -65,10 +66,10 @@ export function validateRetryPolicy(policy: RetryPolicy): RetryPolicy {
     throw new ValidationError('INVALID_OPTION', `invalid retry policy: ${msg}`);
   };
   if (policy.kind === 'fixed') {
-    if (!Number.isFinite(policy.delayMs) || policy.delayMs < 0) bad('delayMs must be >= 0');
+    if (!Number.isFinite(policy.delayMs) || policy.delayMs < 0 || policy.delayMs > MAX_DELAY_MS) bad('delayMs must be from 0 to 100 years');
   } else if (policy.kind === 'exponential') {
     if (!Number.isFinite(policy.baseMs) || policy.baseMs <= 0) bad('baseMs must be > 0');
-    if (!Number.isFinite(policy.maxMs) || policy.maxMs < policy.baseMs) bad('maxMs must be >= baseMs');
+    if (!Number.isFinite(policy.maxMs) || policy.maxMs < policy.baseMs || policy.maxMs > MAX_DELAY_MS) bad('maxMs must be from baseMs to 100 years');
     if (policy.factor !== undefined && (!Number.isFinite(policy.factor) || policy.factor < 1)) bad('factor must be >= 1');
   } else {
     bad(`unknown kind ${(policy as { kind: string }).kind}`);
