@@ -22,13 +22,16 @@
  *   transaction serialised per name: the lowest slot that is free (never held, released, or
  *   expires_at <= now) is taken with a fresh random token, fence = counter + 1 (the counter
  *   never goes down), acquired_at = now, expires_at = now + ttlMs; none free → null, nothing
- *   written. extendLock: expires_at = now + ttlMs WHERE name AND token AND expires_at > now.
+ *   written. The counter row keeps the slot count of the last grant: first, in the same
+ *   transaction, checkLockSlots(stored count, asked count, slots held now) — it throws (nothing
+ *   written) for another count while any slot is held; a grant stores its count. extendLock: expires_at = now + ttlMs WHERE name AND token AND expires_at > now.
  *   releaseLock: clears the holding WHERE name AND token AND expires_at > now. Both return
  *   whether a row changed: a stale token (expired, released or taken over) gets false.
  *   listLocks: held rows (token set), expired ones flagged, by name then slot.
  */
 import { ValidationError } from './errors.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, validateName, validatePayload } from './job-input.js';
+import { MAX_DELAY_MS, validateKeyText } from './limits.js';
 
 /**
  * What happens to slots that passed while no scheduler ran (downtime, a long deploy):
@@ -62,7 +65,7 @@ export interface ScheduleSpec {
   cron: string | null;
   /** fixed interval in ms; slots are multiples of it since the Unix epoch (every 10m = :00, :10, …) */
   everyMs: number | null;
-  /** IANA zone for `cron` (default 'UTC') */
+  /** IANA zone for `cron` (default 'UTC'); checked for an interval schedule too */
   timezone: string;
   /** the job each slot enqueues */
   type: string;
@@ -171,9 +174,19 @@ export const MIN_INTERVAL_MS = 1_000;
 
 export type ScheduleInput = Partial<Omit<ScheduleSpec, 'name' | 'type'>> & { name: string; type: string };
 
+/** A zone the runtime's time-zone data knows (Intl is part of the language: no I/O). */
+function knownTimeZone(timezone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Check and complete a schedule declaration (defaults filled in). The cron expression and the
- * time zone are only checked for shape here; src/runtime/cron.ts parses them with croner.
+ * Check and complete a schedule declaration (defaults filled in). The cron expression is only
+ * checked for shape here; src/runtime/cron.ts parses it with croner.
  */
 export function normalizeScheduleSpec(input: ScheduleInput, maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES): ScheduleSpec {
   validateName('schedule name', input.name);
@@ -186,12 +199,14 @@ export function normalizeScheduleSpec(input: ScheduleInput, maxPayloadBytes = DE
     invalid(`schedule ${input.name}: every must be a whole number of ms from ${MIN_INTERVAL_MS} (1 s) to ${MAX_INTERVAL_MS}; got ${String(everyMs)}`);
   }
   const timezone = input.timezone ?? 'UTC';
-  if (typeof timezone !== 'string' || !/^[A-Za-z0-9_+\-/]{1,64}$/.test(timezone)) invalid(`schedule ${input.name}: unknown time zone ${JSON.stringify(timezone)}`);
+  if (typeof timezone !== 'string' || !/^[A-Za-z0-9_+\-/]{1,64}$/.test(timezone) || !knownTimeZone(timezone)) {
+    invalid(`schedule ${input.name}: unknown time zone ${JSON.stringify(timezone)} (use an IANA name like Europe/Warsaw or UTC)`);
+  }
   validatePayload(input.payload ?? {}, maxPayloadBytes);
   const misfire = input.misfire ?? DEFAULT_MISFIRE.policy;
   if (!MISFIRE_POLICIES.includes(misfire)) invalid(`schedule ${input.name}: misfire must be one of ${MISFIRE_POLICIES.join(', ')}; got ${String(misfire)}`);
   const windowMs = input.misfireWindowMs ?? null;
-  if (windowMs !== null && (!Number.isInteger(windowMs) || windowMs <= 0)) invalid(`schedule ${input.name}: misfire window must be a positive number of ms`);
+  if (windowMs !== null && (!Number.isInteger(windowMs) || windowMs <= 0 || windowMs > MAX_DELAY_MS)) invalid(`schedule ${input.name}: misfire window must be a positive number of ms, at most 100 years`);
   const max = input.misfireMax ?? DEFAULT_MISFIRE.max;
   if (!Number.isInteger(max) || max < 1 || max > 10_000) invalid(`schedule ${input.name}: misfire max must be an integer from 1 to 10000`);
   const priority = input.priority ?? 0;
@@ -215,10 +230,23 @@ export function normalizeScheduleSpec(input: ScheduleInput, maxPayloadBytes = DE
   };
 }
 
-/** Lock parameters: a valid name, a positive TTL, 1..1000 slots. */
-export function validateLockParams(p: { name: string; ttlMs: number; slots?: number }): void {
+/** Lock parameters: a valid name, a positive TTL, 1..1000 slots, an owner of 1-255 characters. */
+export function validateLockParams(p: { name: string; ttlMs: number; slots?: number; owner?: string }): void {
   validateName('lock name', p.name);
+  if (p.owner !== undefined) validateKeyText(`lock ${p.name}: owner`, p.owner, 255);
   if (!Number.isInteger(p.ttlMs) || p.ttlMs < 1 || p.ttlMs > MAX_INTERVAL_MS) throw new ValidationError('INVALID_OPTION', `lock ${p.name}: ttlMs must be a positive integer; got ${String(p.ttlMs)}`);
   const slots = p.slots ?? 1;
   if (!Number.isInteger(slots) || slots < 1 || slots > 1000) throw new ValidationError('INVALID_OPTION', `lock ${p.name}: slots must be an integer from 1 to 1000; got ${String(slots)}`);
+}
+
+/**
+ * A semaphore keeps the slot count it was taken with while anyone holds it: a caller asking for
+ * another count is refused, else it would be one holder too many. With no holder left, the new
+ * count is adopted (a deploy that changes `globalConcurrency`). `stored` is null before the first
+ * acquire of the name records one.
+ */
+export function checkLockSlots(name: string, stored: number | null, asked: number, heldNow: number): void {
+  if (stored !== null && stored !== asked && heldNow > 0) {
+    throw new ValidationError('INVALID_OPTION', `lock ${name} is held as a semaphore of ${stored} slot(s); asked with slots: ${asked} (every caller of a name passes the same slots)`);
+  }
 }

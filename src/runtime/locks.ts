@@ -16,7 +16,7 @@ import type { Storage } from '../core/storage.js';
 export interface LockOptions {
   /** how long the lock holds without an extend (default 30 s) */
   ttlMs?: number;
-  /** semaphore size: up to this many holders at once (default 1: a mutex) */
+  /** semaphore size: up to this many holders at once (default 1: a mutex); every caller of a name passes the same while it is held */
   slots?: number;
   /** shown in `locks list` (default host:pid) */
   owner?: string;
@@ -72,9 +72,10 @@ export class Locks {
   async tryAcquire(name: string, opts: LockOptions = {}): Promise<Lock | null> {
     const ttlMs = opts.ttlMs ?? 30_000;
     const slots = opts.slots ?? 1;
-    validateLockParams({ name, ttlMs, slots });
+    const owner = opts.owner ?? this.#owner;
+    validateLockParams({ name, ttlMs, slots, owner });
     const sentAt = Date.now();
-    const g = await this.#storage.tryAcquireLock({ name, owner: opts.owner ?? this.#owner, ttlMs, slots });
+    const g = await this.#storage.tryAcquireLock({ name, owner, ttlMs, slots });
     if (!g) return null;
     const lock = { ...g, ttlMs };
     this.#sentAt.set(lock, sentAt);
@@ -96,6 +97,7 @@ export class Locks {
 
   /** Renew for another TTL; false when the lock is no longer ours. */
   async extend(lock: Lock, ttlMs = lock.ttlMs): Promise<boolean> {
+    validateLockParams({ name: lock.name, ttlMs });
     return this.#storage.extendLock({ name: lock.name, token: lock.token, ttlMs });
   }
 

@@ -1,10 +1,12 @@
 /**
  * Distributed locks and semaphores: mutual exclusion under concurrent acquirers on several
- * connections, TTL expiry, stale tokens rejected, fences increasing, and a semaphore of 3 never
- * holding 4. TTLs expire in real time (a server's clock cannot be faked).
+ * connections, TTL expiry, stale tokens rejected, fences increasing, a semaphore of 3 never
+ * holding 4 — not even for a caller asking for more slots. TTLs expire in real time (a server's
+ * clock cannot be faked).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ValidationError } from '../../src/core/errors.js';
 import type { LockGrant } from '../../src/core/schedules.js';
 import type { Storage } from '../../src/core/storage.js';
 import type { ConformanceHarness } from './index.js';
@@ -98,6 +100,56 @@ export function lockTests(h: ConformanceHarness): void {
         assert.equal(again.length, 1);
         for (const g of [...grants.slice(1), ...again]) await db.storage.releaseLock({ name, token: g!.token });
       }
+    });
+
+    const slotsRefused = (held: number) => (e: unknown) =>
+      e instanceof ValidationError && e.code === 'INVALID_OPTION' && new RegExp(`semaphore of ${held} slot`).test(e.message);
+
+    it('a semaphore keeps its slot count while held: another count is refused and writes nothing; once free, a new count is taken', async () => {
+      const s = db.storage;
+      const name = uniq('slots');
+      const grants: LockGrant[] = [];
+      for (let i = 0; i < 3; i++) {
+        const g = await s.tryAcquireLock({ name, owner: `h${i}`, ttlMs: 30_000, slots: 3 });
+        assert.ok(g, `holder ${i}`);
+        grants.push(g);
+      }
+      await assert.rejects(s.tryAcquireLock({ name, owner: 'greedy', ttlMs: 30_000, slots: 4 }), slotsRefused(3), 'a 4th holder asking for 4 slots');
+      await assert.rejects(s.tryAcquireLock({ name, owner: 'small', ttlMs: 30_000, slots: 1 }), slotsRefused(3), 'a caller asking for fewer');
+      assert.deepEqual((await s.listLocks({ name })).map((l) => l.owner), ['h0', 'h1', 'h2'], 'still the three holders');
+      assert.equal(await s.releaseLock({ name, token: grants[0]!.token }), true);
+      await assert.rejects(s.tryAcquireLock({ name, owner: 'greedy', ttlMs: 30_000, slots: 4 }), slotsRefused(3), 'held by two: still refused');
+      const again = await s.tryAcquireLock({ name, owner: 'same', ttlMs: 30_000, slots: 3 });
+      assert.ok(again && again.fence === grants[2]!.fence + 1, 'the refused calls issued no fence');
+      for (const g of [grants[1]!, grants[2]!, again]) assert.equal(await s.releaseLock({ name, token: g.token }), true);
+      const bigger = [];
+      for (let i = 0; i < 5; i++) bigger.push(await s.tryAcquireLock({ name, owner: `b${i}`, ttlMs: 30_000, slots: 5 }));
+      assert.ok(bigger.every((g) => g !== null), 'nobody held it: five slots now');
+      await assert.rejects(s.tryAcquireLock({ name, owner: 'old', ttlMs: 30_000, slots: 3 }), slotsRefused(5));
+      for (const g of bigger) await s.releaseLock({ name, token: g!.token });
+    });
+
+    it('an expired holding does not pin the slot count', async () => {
+      const s = db.storage;
+      const name = uniq('slots-ttl');
+      assert.ok(await s.tryAcquireLock({ name, owner: 'gone', ttlMs: 50, slots: 2 }));
+      await sleep(120);
+      const g = await s.tryAcquireLock({ name, owner: 'new', ttlMs: 30_000, slots: 3 });
+      assert.ok(g, 'taken with a new count');
+      await assert.rejects(s.tryAcquireLock({ name, owner: 'x', ttlMs: 30_000, slots: 2 }), slotsRefused(3));
+    });
+
+    it('race: 8 connections asking for 3 or 4 slots of one free semaphore: every holder asked for the same count, and no more hold it', async () => {
+      const name = uniq('slots-race');
+      const conns = await connections(() => db.connectAnother(), 8);
+      const asked = conns.map((_, i) => (i % 2 === 0 ? 3 : 4));
+      const results = await Promise.allSettled(conns.map((c, i) => c.tryAcquireLock({ name, owner: `c${i}`, ttlMs: 30_000, slots: asked[i]! })));
+      const won = results.flatMap((r, i) => (r.status === 'fulfilled' && r.value !== null ? [asked[i]!] : []));
+      assert.ok(won.length >= 3, `at least three hold it (${won.length})`);
+      assert.equal(new Set(won).size, 1, `every holder asked for one count: ${won.join(', ')}`);
+      assert.ok(won.length <= won[0]!, `no more holders than that count: ${won.length}`);
+      for (const r of results) if (r.status === 'rejected') assert.ok(slotsRefused(won[0]!)(r.reason), String(r.reason));
+      assert.equal((await db.storage.listLocks({ name })).length, won.length);
     });
   });
 }

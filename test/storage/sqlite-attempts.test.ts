@@ -121,7 +121,7 @@ describe('sqlite specific: attempt rows', () => {
     };
     assert.deepEqual(leaseIndex(), { u: 0 });
     const res = await s.migrate();
-    assert.deepEqual([res.from, res.to, res.applied.map((a) => a.version)], [2, SQLITE_LATEST_VERSION, [3, 6]]);
+    assert.deepEqual([res.from, res.to, res.applied.map((a) => a.version)], [2, SQLITE_LATEST_VERSION, [3, 6, 9]]);
     assert.deepEqual(leaseIndex(), { u: 1 }, '(job_id, lease_token) is unique');
     assert.equal(attemptRows(file, p, old!.id), 1, 'the open row survived the migration');
     assert.deepEqual((await s.listAttempts(old!.id)).map((a) => [a.workerId, a.outcome]), [['w2', 'running']]);

@@ -5,6 +5,7 @@
 import type {
   AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert,
 } from '../../core/schedules.js';
+import { checkLockSlots } from '../../core/schedules.js';
 import type { JobRow } from '../../core/storage.js';
 import type { MemoryTables, StoredJob } from './memory-state.js';
 import { jobOut, newToken, toJson } from './memory-state.js';
@@ -125,12 +126,16 @@ export function runScheduleNow(t: MemoryTables, p: { name: string; job: Schedule
 const held = (l: { token: string | null; expiresAt: Date }, now: Date): boolean => l.token !== null && l.expiresAt.getTime() > now.getTime();
 
 export function tryAcquireLock(t: MemoryTables, p: AcquireLockParams, now: Date): LockGrant | null {
+  const stored = t.lockSlots.get(p.name) ?? null;
+  const heldNow = [...t.locks.values()].filter((l) => l.name === p.name && held(l, now)).length;
+  checkLockSlots(p.name, stored, p.slots, heldNow);
   for (let slot = 0; slot < p.slots; slot++) {
     const key = `${p.name}\0${slot}`;
     const cur = t.locks.get(key);
     if (cur && held(cur, now)) continue;
     const fence = (t.lockFences.get(p.name) ?? 0) + 1;
     t.lockFences.set(p.name, fence);
+    t.lockSlots.set(p.name, p.slots);
     const token = newToken();
     const expiresAt = new Date(now.getTime() + p.ttlMs);
     t.locks.set(key, { name: p.name, slot, owner: p.owner, token, fence, acquiredAt: now, expiresAt });

@@ -43,6 +43,8 @@ export class MemoryTables {
   /** "name\0slot" → holding (with its token); fences per name */
   readonly locks = new Map<string, Omit<LockRow, 'expired'> & { token: string | null }>();
   readonly lockFences = new Map<string, number>();
+  /** the slot count each lock name was last granted with */
+  readonly lockSlots = new Map<string, number>();
   private nextJob = 1;
   private nextAttempt = 1;
   private nextEffect = 1;

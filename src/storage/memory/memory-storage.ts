@@ -6,7 +6,7 @@
  */
 import { LeaseholdError } from '../../core/errors.js';
 import { assertDistinctEffectKeys } from '../../core/effects.js';
-import type { AttemptRow, Capabilities, ClaimParams, ClaimedJob, EffectParams, EffectRecord, EffectReservation, EffectRow, ExpiredLease } from '../../core/storage.js';
+import type { AttemptRow, Capabilities, ClaimParams, ClaimedJob, EffectParams, EffectRecord, EffectReservation, EffectRow, ExpiredLease, ExpiredLeaseQuery } from '../../core/storage.js';
 import type { FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, JobQuery } from '../../core/storage.js';
 import type { JobRow, MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow } from '../../core/storage.js';
 import * as admin from './memory-admin.js';
@@ -21,7 +21,13 @@ export interface MemoryStorageOptions {
   clock?: () => number;
 }
 
-const SCHEMA_VERSION = 2;
+/** The versions mean what they mean in the other dialects; there is nothing to build in memory. */
+const MIGRATIONS = [
+  { version: 1, name: 'memory tables' },
+  { version: 2, name: 'schedules, locks, job slots' },
+  { version: 9, name: 'semaphores keep their slot count' },
+];
+const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
 
 export class MemoryStorage implements Storage {
   readonly dialect = 'memory';
@@ -45,8 +51,7 @@ export class MemoryStorage implements Storage {
     this.nowDate();
     const from = this.version;
     this.version = SCHEMA_VERSION;
-    const names = ['memory tables', 'schedules, locks, job slots'];
-    const applied = names.map((name, i) => ({ version: i + 1, name })).filter((m) => m.version > from && m.version <= SCHEMA_VERSION);
+    const applied = MIGRATIONS.filter((m) => m.version > from && m.version <= SCHEMA_VERSION);
     return { from, to: this.version, applied };
   }
 
@@ -83,8 +88,8 @@ export class MemoryStorage implements Storage {
     return params.map((p) => ({ id: p.id, applied: lifecycle.finishJob(this.t, p, now) }));
   }
 
-  async findExpiredLeases(p: { limit: number }): Promise<ExpiredLease[]> {
-    return lifecycle.findExpiredLeases(this.t, p.limit, this.nowDate());
+  async findExpiredLeases(p: ExpiredLeaseQuery): Promise<ExpiredLease[]> {
+    return lifecycle.findExpiredLeases(this.t, p, this.nowDate());
   }
 
   async getJob(id: string): Promise<JobRow | null> {

@@ -1,6 +1,7 @@
 /**
  * Versioned, forward-only schema migrations for MySQL 8.0.4+ / MariaDB 10.6+, and the server
- * version check. The version numbers are the same in every dialect.
+ * version check. A version number means the same change in every dialect that has it (4 to 8
+ * are other dialects' own; 9 is in every one).
  *
  * DDL commits on its own in MySQL, so a migration cannot be rolled back half way: every step
  * is idempotent (`CREATE TABLE IF NOT EXISTS`, indexes declared inside it) and the ledger row
@@ -161,6 +162,15 @@ export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
       // index as they did in (status, finished_at). Same key name, so the FORCE INDEX of schema-2
       // code still running during a deploy holds.
       `ALTER TABLE {p}jobs DROP KEY {p}jobs_prune, ADD KEY {p}jobs_prune (finished_at)`,
+    ],
+  },
+  {
+    version: 9,
+    name: 'semaphores keep their slot count',
+    sql: [
+      // the counter row (slot -1) of a lock keeps the slot count it was last granted with: a caller
+      // asking for another count while the semaphore is held is refused (NULL: none recorded yet)
+      `ALTER TABLE {p}locks ADD COLUMN slots INT NULL`,
     ],
   },
 ];

@@ -13,6 +13,7 @@ import type {
   AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, MisfirePolicy, ScheduledJob, ScheduleRow,
   ScheduleSource, ScheduleUpsert,
 } from '../../core/schedules.js';
+import { checkLockSlots } from '../../core/schedules.js';
 import type { JobRow } from '../../core/storage.js';
 import type { Queryable, Row } from './mysql-db.js';
 import { exec, micros, parseUtc, parseUtcOrNull, run, toJobRow, toJsonText, utcLiteral } from './mysql-db.js';
@@ -63,12 +64,12 @@ export function mysqlScheduleSql(prefix: string) {
     jobById: `SELECT * FROM ${jobs} WHERE id = ?`,
     /** The per-name fence counter row of a lock (slot -1), created on first use. */
     ensureCounter: `INSERT INTO ${locks} (name, slot, fence) VALUES (?, -1, 0) ON DUPLICATE KEY UPDATE fence = fence`,
-    /** Serialise acquirers of one lock name on its counter row. */
-    lockCounter: `SELECT fence FROM ${locks} WHERE name = ? AND slot = -1 FOR UPDATE`,
+    /** Serialise acquirers of one lock name on its counter row; the slot count it was last granted with. */
+    lockCounter: `SELECT fence, slots FROM ${locks} WHERE name = ? AND slot = -1 FOR UPDATE`,
     /** Slots of a lock name held right now. */
     heldSlots: `SELECT slot FROM ${locks} WHERE name = ? AND slot >= 0 AND token IS NOT NULL AND expires_at > ${NOW}`,
-    /** Issue the next fencing token of a name. */
-    bumpFence: `UPDATE ${locks} SET fence = fence + 1 WHERE name = ? AND slot = -1`,
+    /** Issue the next fencing token of a name and record the slot count granted. */
+    bumpFence: `UPDATE ${locks} SET fence = fence + 1, slots = ? WHERE name = ? AND slot = -1`,
     /** Take a free (or expired) slot. */
     take: `INSERT INTO ${locks} (name, slot, owner, token, fence, acquired_at, expires_at)
       VALUES (?, ?, ?, ?, ?, ${NOW}, ${NOW} + INTERVAL ? MICROSECOND)
@@ -158,10 +159,11 @@ export async function runNowOn(c: Queryable, sql: MysqlScheduleSql, p: { name: s
 export async function acquireOn(c: Queryable, sql: MysqlScheduleSql, p: AcquireLockParams): Promise<LockGrant | null> {
   const [counter] = await run(c, sql.lockCounter, [p.name]);
   const held = new Set((await run(c, sql.heldSlots, [p.name])).map((r) => Number(r.slot)));
+  checkLockSlots(p.name, counter?.slots == null ? null : Number(counter.slots), p.slots, held.size);
   let slot = 0;
   while (slot < p.slots && held.has(slot)) slot++;
   if (slot >= p.slots) return null;
-  await exec(c, sql.bumpFence, [p.name]);
+  await exec(c, sql.bumpFence, [p.slots, p.name]);
   const fence = Number(counter?.fence ?? 0) + 1;
   const token = randomBytes(16).toString('hex');
   await exec(c, sql.take, [p.name, slot, p.owner, token, fence, micros(p.ttlMs)]);

@@ -4,7 +4,7 @@
  * 3, the hot path as functions, exists on PostgreSQL only; 4, lease tokens from a base the worker
  * sends, too; 6, job ids without AUTOINCREMENT, is SQLite's alone, so PostgreSQL has no 6; 7, the
  * effect ledger's batches as functions, is PostgreSQL's, and so is 8, the finish of one worker's
- * successes). Each entry's
+ * successes; 9, the slot count of a semaphore, is in every dialect). Each entry's
  * `sql` is a function of the quoted schema name, so several leasehold installations can share
  * one database. `migrate()` runs them in one transaction under an advisory lock (see
  * postgres-storage.ts), so two processes migrating at once apply each version exactly once.
@@ -198,6 +198,15 @@ ${migration7Functions(s)}`,
 -- the attempt rows of a worker's own successes take its id from the call instead of a second
 -- read of every job row
 ${migration8Functions(s)}`,
+  },
+  {
+    version: 9,
+    name: 'semaphores keep their slot count',
+    sql: (s) => `
+-- the counter row (slot -1) of a lock keeps the slot count it was last granted with: a caller
+-- asking for another count while the semaphore is held is refused (NULL: none recorded yet)
+ALTER TABLE ${s}.locks ADD COLUMN slots integer;
+`,
   },
 ];
 

@@ -14,6 +14,7 @@ import type {
   AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, MisfirePolicy, ScheduledJob, ScheduleRow,
   ScheduleSource, ScheduleUpsert,
 } from '../../core/schedules.js';
+import { checkLockSlots } from '../../core/schedules.js';
 import type { JobRow } from '../../core/storage.js';
 import { query, transaction } from './postgres-db.js';
 import { jsonParam, toJobRow, type Queryable, type Row } from './postgres-rows.js';
@@ -61,12 +62,12 @@ UPDATE ${s}.schedules SET last_run_at = ${NOW} WHERE name = $1 RETURNING ${NOW} 
 SELECT pg_notify($1, $2)`,
     ensureCounter: `-- leasehold: the per-name fence counter row of a lock (slot -1), created on first use
 INSERT INTO ${s}.locks (name, slot, fence) VALUES ($1, -1, 0) ON CONFLICT DO NOTHING`,
-    lockCounter: `-- leasehold: serialise acquirers of one lock name on its counter row
-SELECT fence FROM ${s}.locks WHERE name = $1 AND slot = -1 FOR UPDATE`,
+    lockCounter: `-- leasehold: serialise acquirers of one lock name on its counter row; the slot count it was last granted with
+SELECT fence, slots FROM ${s}.locks WHERE name = $1 AND slot = -1 FOR UPDATE`,
     heldSlots: `-- leasehold: slots of a lock name held right now
 SELECT slot FROM ${s}.locks WHERE name = $1 AND slot >= 0 AND token IS NOT NULL AND expires_at > ${CLOCK}`,
-    take: `-- leasehold: issue the next fence and take a free (or expired) slot with a fresh token
-WITH f AS (UPDATE ${s}.locks SET fence = fence + 1 WHERE name = $1 AND slot = -1 RETURNING fence)
+    take: `-- leasehold: issue the next fence, record the slot count granted, and take a free (or expired) slot with a fresh token
+WITH f AS (UPDATE ${s}.locks SET fence = fence + 1, slots = $5 WHERE name = $1 AND slot = -1 RETURNING fence)
 INSERT INTO ${s}.locks (name, slot, owner, token, fence, acquired_at, expires_at)
 SELECT $1, $2, $3, md5(gen_random_uuid()::text), f.fence, ${CLOCK}, ${CLOCK} + $4::float8 * interval '1 millisecond' FROM f
 ON CONFLICT (name, slot) DO UPDATE SET owner = excluded.owner, token = excluded.token, fence = excluded.fence,
@@ -152,12 +153,13 @@ export function runScheduleNow(pool: pg.Pool, sql: Sql, p: { name: string; job: 
 export async function tryAcquireLock(pool: pg.Pool, sql: Sql, p: AcquireLockParams): Promise<LockGrant | null> {
   await query(pool, 'tryAcquireLock', sql.ensureCounter, [p.name]);
   return transaction(pool, 'tryAcquireLock', async (c) => {
-    await query(c, 'tryAcquireLock', sql.lockCounter, [p.name]);
+    const [counter] = await query(c, 'tryAcquireLock', sql.lockCounter, [p.name]);
     const held = new Set((await query(c, 'tryAcquireLock', sql.heldSlots, [p.name])).map((r) => Number(r.slot)));
+    checkLockSlots(p.name, numOrNull(counter?.slots), p.slots, held.size);
     let slot = 0;
     while (slot < p.slots && held.has(slot)) slot++;
     if (slot >= p.slots) return null;
-    const [r] = await query(c, 'tryAcquireLock', sql.take, [p.name, slot, p.owner, p.ttlMs]);
+    const [r] = await query(c, 'tryAcquireLock', sql.take, [p.name, slot, p.owner, p.ttlMs, p.slots]);
     if (!r) return null;
     return { name: p.name, slot, token: String(r.token), fence: Number(r.fence), expiresAt: dateOrNull(r.expires_at) as Date };
   });

@@ -249,6 +249,15 @@ CREATE TRIGGER {p}jobs_id_above_floor AFTER INSERT ON {p}jobs
   BEGIN SELECT RAISE(ABORT, 'leasehold: this job id was used by a deleted job; the process inserting it runs a leasehold older than schema 6'); END;
 `,
   },
+  {
+    version: 9,
+    name: 'semaphores keep their slot count',
+    sql: `
+-- the counter row (slot -1) of a lock keeps the slot count it was last granted with: a caller
+-- asking for another count while the semaphore is held is refused (NULL: none recorded yet)
+ALTER TABLE {p}locks ADD COLUMN slots INTEGER;
+`,
+  },
 ];
 
 /** The highest version this code knows. */

@@ -9,6 +9,7 @@ import type {
   AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, MisfirePolicy, ScheduledJob, ScheduleRow,
   ScheduleSource, ScheduleUpsert,
 } from '../../core/schedules.js';
+import { checkLockSlots } from '../../core/schedules.js';
 import type { JobRow } from '../../core/storage.js';
 import type { SqliteDb } from './sqlite-db.js';
 import { jsonOrNull, toJobRow } from './sqlite-rows.js';
@@ -59,10 +60,12 @@ const SCHEDULE_SQL = {
 const LOCK_SQL = {
   ensureCounter: `-- leasehold locks.ensureCounter: the per-name fence counter row (slot -1), created on first use
     INSERT INTO {p}locks (name, slot, fence) VALUES (@name, -1, 0) ON CONFLICT DO NOTHING`,
+  storedSlots: `-- leasehold locks.storedSlots: the slot count a name was last granted with (NULL: none yet)
+    SELECT slots FROM {p}locks WHERE name = @name AND slot = -1`,
   heldSlots: `-- leasehold locks.heldSlots: slots of a name held right now
     SELECT slot FROM {p}locks WHERE name = @name AND slot >= 0 AND token IS NOT NULL AND expires_at > @now`,
-  bumpFence: `-- leasehold locks.bumpFence: issue the next fencing token of a name
-    UPDATE {p}locks SET fence = fence + 1 WHERE name = @name AND slot = -1 RETURNING fence`,
+  bumpFence: `-- leasehold locks.bumpFence: issue the next fencing token of a name and record the slot count granted
+    UPDATE {p}locks SET fence = fence + 1, slots = @slots WHERE name = @name AND slot = -1 RETURNING fence`,
   take: `-- leasehold locks.take: take a free (or expired) slot
     INSERT INTO {p}locks (name, slot, owner, token, fence, acquired_at, expires_at)
     VALUES (@name, @slot, @owner, @token, @fence, @now, @expiresAt)
@@ -185,10 +188,12 @@ export function tryAcquireLock(c: SqliteDb, now: number, p: AcquireLockParams): 
   return c.write((): LockGrant | null => {
     c.stmt(LOCK_SQL.ensureCounter).run({ name: p.name });
     const held = new Set((c.stmt(LOCK_SQL.heldSlots).all({ name: p.name, now }) as { slot: number }[]).map((r) => r.slot));
+    const stored = (c.stmt(LOCK_SQL.storedSlots).get({ name: p.name }) as { slots: number | null } | undefined)?.slots ?? null;
+    checkLockSlots(p.name, stored, p.slots, held.size);
     let slot = 0;
     while (slot < p.slots && held.has(slot)) slot++;
     if (slot >= p.slots) return null;
-    const { fence } = c.stmt(LOCK_SQL.bumpFence).get({ name: p.name }) as { fence: number };
+    const { fence } = c.stmt(LOCK_SQL.bumpFence).get({ name: p.name, slots: p.slots }) as { fence: number };
     const token = randomBytes(16).toString('hex');
     const expiresAt = now + p.ttlMs;
     c.stmt(LOCK_SQL.take).run({ name: p.name, slot, owner: p.owner, token, fence, now, expiresAt });
