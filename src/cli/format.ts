@@ -8,7 +8,9 @@ export function table(headers: string[], rows: (string | number | null)[][]): st
 }
 
 export function iso(d: Date | null): string | null {
-  return d ? d.toISOString() : null;
+  if (!d) return null;
+  // a row from before times were range-checked can hold one JavaScript cannot: show it, do not fail
+  return Number.isNaN(d.getTime()) ? 'invalid date' : d.toISOString();
 }
 
 export function jobsTable(jobs: JobRow[]): string {

@@ -1,16 +1,17 @@
 /**
  * The `leasehold` command. Every subcommand opens the database from --db (or LEASEHOLD_DB,
  * or sqlite:leasehold.db in the working directory), does one thing, and closes it.
- * Exit codes: 0 done, 1 failure, 2 bad input (nothing was written).
+ * Errors: one line `leasehold: <why> [CODE]` and an exit code per kind (see errors.ts).
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { isLeaseholdError, parsePayloadText, ValidationError } from '../core/index.js';
+import { parsePayloadText } from '../core/index.js';
 import type { JobStatus } from '../core/status.js';
 import { JOB_STATUSES } from '../core/status.js';
 import type { Storage } from '../core/storage.js';
 import { createClient } from '../runtime/client.js';
 import { VERSION } from '../runtime/version.js';
 import { DEFAULT_DB_URL, openStorage } from '../storage/open.js';
+import { EXIT, describeError, exitCodeOf, usageLine } from './errors.js';
 import { jobDetail, jobsTable, table, iso } from './format.js';
 import { parseDate, parseDuration, parseId, parseIntIn } from './parse.js';
 import { registerWorkerCommands } from './worker-commands.js';
@@ -41,6 +42,8 @@ export function buildProgram(): Command {
     .description('Background jobs and schedules kept in your database.')
     .version(VERSION)
     .addOption(new Option('--db <url>', 'database: sqlite:FILE, postgres://…, mysql://…').env('LEASEHOLD_DB').default(DEFAULT_DB_URL))
+    // set before the subcommands are added: each copies them
+    .configureOutput({ outputError: (message, write) => write(usageLine(message)) })
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
 
@@ -71,10 +74,10 @@ export function buildProgram(): Command {
         const job = await createClient({ storage }).enqueue(type, payload, {
           ...(o.runAt ? { runAt: o.runAt as Date } : {}),
           ...(o.delay !== undefined ? { delayMs: o.delay as number } : {}),
-          ...(o.queue ? { queue: o.queue as string } : {}),
+          ...(o.queue !== undefined ? { queue: o.queue as string } : {}),
           ...(o.priority !== undefined ? { priority: o.priority as number } : {}),
           ...(o.maxAttempts !== undefined ? { maxAttempts: o.maxAttempts as number } : {}),
-          ...(o.key ? { idempotencyKey: o.key as string } : {}),
+          ...(o.key !== undefined ? { idempotencyKey: o.key as string } : {}),
           ...(o.timeout !== undefined ? { timeoutMs: o.timeout as number } : {}),
         });
         print(o.json as boolean, job, () => `${job.created ? 'enqueued' : 'already enqueued (same key)'} job ${job.id} (${job.type}, queue ${job.queue}, run at ${iso(job.runAt)})`);
@@ -149,25 +152,15 @@ export async function runCli(argv: string[]): Promise<number> {
   const program = buildProgram();
   try {
     await program.parseAsync(argv, { from: 'user' });
-    return 0;
+    return EXIT.ok;
   } catch (e) {
-    if (e instanceof InvalidArgumentError) {
-      // thrown by a parser called inside an action (e.g. parseId): commander never saw it
-      process.stderr.write(`leasehold: ${e.message}\n`);
-      return 2;
+    // commander printed its own error (through outputError) or the help it was asked for; an
+    // InvalidArgumentError from a parser called inside an action it never saw
+    if (e instanceof CommanderError && !(e instanceof InvalidArgumentError)) {
+      if (e.code === 'commander.help' && e.exitCode !== 0) process.stderr.write(usageLine('a command is needed'));
+    } else {
+      process.stderr.write(describeError(e));
     }
-    if (e instanceof CommanderError) {
-      // commander already printed its message (help and version exit 0)
-      return e.exitCode === 0 ? 0 : 2;
-    }
-    if (e instanceof ValidationError || (isLeaseholdError(e) && ['JOB_NOT_FOUND', 'INVALID_STATE', 'INVALID_URL', 'SCHEDULE_NOT_FOUND'].includes(e.code))) {
-      process.stderr.write(`leasehold: ${e.message} [${e.code}]\n`);
-      return 2;
-    }
-    const msg = (e as Error).message;
-    // An unmigrated database fails on its first query; say what to do about it.
-    const hint = /no such table|relation .* does not exist|Table .* doesn't exist/i.test(msg) ? ' (run `leasehold migrate` first)' : '';
-    process.stderr.write(`leasehold: ${msg}${isLeaseholdError(e) ? ` [${e.code}]` : ''}${hint}\n`);
-    return 1;
+    return exitCodeOf(e);
   }
 }

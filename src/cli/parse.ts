@@ -3,14 +3,17 @@
  * that says what was expected, so bad flags exit non-zero with a clear line on stderr.
  */
 import { InvalidArgumentError } from 'commander';
+import { MAX_DELAY_MS, checkTime } from '../core/index.js';
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-/** "1500ms", "30s", "10m", "2h", "1d"; a bare number means seconds. */
+/** "1500ms", "30s", "10m", "2h", "1d"; a bare number means seconds. At most 100 years: every duration ends up added to a time. */
 export function parseDuration(text: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(text.trim());
   if (!m) throw new InvalidArgumentError(`expected a duration like 30s, 10m, 1500ms or 2h (no negatives); got "${text}"`);
-  return Math.round(Number(m[1]) * (UNITS[m[2] ?? 's'] ?? 1_000));
+  const ms = Math.round(Number(m[1]) * (UNITS[m[2] ?? 's'] ?? 1_000));
+  if (!(ms <= MAX_DELAY_MS)) throw new InvalidArgumentError(`expected a duration of at most 100 years (36525d); got "${text}"`);
+  return ms;
 }
 
 export function parseIntIn(min: number, max: number) {
@@ -22,10 +25,13 @@ export function parseIntIn(min: number, max: number) {
   };
 }
 
+/** An ISO 8601 time in the range every database holds (core's checkTime). */
 export function parseDate(text: string): Date {
-  const d = new Date(text);
-  if (Number.isNaN(d.getTime())) throw new InvalidArgumentError(`expected an ISO-8601 date like 2026-01-31T09:00:00Z; got "${text}"`);
-  return d;
+  try {
+    return checkTime('the time', text);
+  } catch (e) {
+    throw new InvalidArgumentError(`${(e as Error).message} (e.g. 2026-01-31T09:00:00Z)`);
+  }
 }
 
 export function parseList(text: string): string[] {

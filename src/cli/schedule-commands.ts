@@ -1,6 +1,7 @@
 /**
  * `leasehold schedules list|add|remove|enable|disable|run-now` and `leasehold locks list`.
- * Bad input (invalid cron, unknown zone, zero interval, bad JSON) exits 2 with nothing written.
+ * Bad input (invalid cron, unknown zone, zero interval, bad JSON) exits 2 with nothing written;
+ * an unknown schedule exits 3.
  */
 import type { Command } from 'commander';
 import { Option } from 'commander';
@@ -51,7 +52,7 @@ export function registerScheduleCommands(program: Command): void {
     .description('add or change a schedule (by name)')
     .addOption(new Option('--cron <expr>', "cron, 5 fields or 6 (seconds first), e.g. '0 2 * * *'").conflicts('every'))
     .addOption(new Option('--every <duration>', 'fixed interval: 30s, 10m, 2h (aligned to the Unix epoch)').argParser(parseDuration))
-    .option('--tz <zone>', 'IANA time zone of the cron expression', 'UTC')
+    .option('--tz <zone>', 'IANA time zone of the cron expression (checked for --every too)', 'UTC')
     .requiredOption('--type <type>', 'job type each slot enqueues')
     .option('--payload <json>', 'job payload (JSON)', '{}')
     .option('--queue <name>', 'queue of the jobs')
@@ -67,7 +68,7 @@ export function registerScheduleCommands(program: Command): void {
       await withStorage(cmd, async (s) => {
         const row = await upsertSchedule(s, {
           name, type: o.type, payload, timezone: o.tz, cron: o.cron ?? null, everyMs: o.every ?? null,
-          ...(o.queue ? { queue: o.queue } : {}), ...(o.priority !== undefined ? { priority: o.priority } : {}),
+          ...(o.queue !== undefined ? { queue: o.queue } : {}), ...(o.priority !== undefined ? { priority: o.priority } : {}),
           ...(o.maxAttempts !== undefined ? { maxAttempts: o.maxAttempts } : {}), ...(o.misfire ? { misfire: o.misfire } : {}),
           ...(o.misfireWindow !== undefined ? { misfireWindowMs: o.misfireWindow } : {}), ...(o.misfireMax !== undefined ? { misfireMax: o.misfireMax } : {}),
           enabled: !o.disabled,

@@ -81,9 +81,9 @@ describe('leasehold enqueue / jobs / retry / cancel', () => {
     assert.match(c.stdout, new RegExp(`job ${id} cancelled`));
     await withDb(t.file, async (s) => assert.equal((await s.getJob(id))?.status, 'cancelled'));
 
-    // cancelling twice is an invalid state: exit 2 and a message
+    // cancelling twice is an invalid state: exit 4 and a message
     const c2 = await run('cancel', id);
-    assert.equal(c2.code, 2);
+    assert.equal(c2.code, 4);
     assert.match(c2.stderr, /cannot cancel job \d+: it is cancelled \[INVALID_STATE\]/);
 
     const r = await run('retry', id);

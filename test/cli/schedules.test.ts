@@ -1,7 +1,7 @@
 /**
  * `leasehold schedules add|list|disable|enable|run-now|remove` and `leasehold locks list`, as
  * real processes on a SQLite file: the happy path, and bad input (invalid cron, unknown time
- * zone, zero interval, bad JSON, unknown schedule…) exiting 2 with nothing written.
+ * zone, zero interval, bad JSON…) exiting 2 (an unknown schedule 3) with nothing written.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -109,25 +109,26 @@ describe('leasehold schedules and locks (the two databases below run side by sid
       assert.match(none, /\(no locks held\)/);
     });
 
-    const BAD: [string, string[], RegExp][] = [
-      ['invalid cron', ['schedules', 'add', 'x', '--cron', '61 * * * *', '--type', 't'], /invalid cron.*\[INVALID_SCHEDULE\]/],
-      ['unknown time zone', ['schedules', 'add', 'x', '--cron', '0 2 * * *', '--tz', 'Mars/Olympus', '--type', 't'], /unknown time zone.*\[INVALID_SCHEDULE\]/],
-      ['zero interval', ['schedules', 'add', 'x', '--every', '0s', '--type', 't'], /every must be .*got 0 \[INVALID_SCHEDULE\]/],
-      ['cron and every', ['schedules', 'add', 'x', '--cron', '* * * * *', '--every', '1m', '--type', 't'], /cannot be used with/],
-      ['neither cron nor every', ['schedules', 'add', 'x', '--type', 't'], /exactly one of cron and every.*\[INVALID_SCHEDULE\]/],
-      ['payload not JSON', ['schedules', 'add', 'x', '--every', '1m', '--type', 't', '--payload', '{a:1}'], /\[INVALID_PAYLOAD\]/],
-      ['enable unknown', ['schedules', 'enable', 'nope'], /schedule nope not found \[SCHEDULE_NOT_FOUND\]/],
-      ['run-now unknown', ['schedules', 'run-now', 'nope'], /\[SCHEDULE_NOT_FOUND\]/],
+    const BAD: [string, string[], RegExp, number][] = [
+      ['invalid cron', ['schedules', 'add', 'x', '--cron', '61 * * * *', '--type', 't'], /invalid cron.*\[INVALID_SCHEDULE\]/, 2],
+      ['unknown time zone', ['schedules', 'add', 'x', '--cron', '0 2 * * *', '--tz', 'Mars/Olympus', '--type', 't'], /unknown time zone.*\[INVALID_SCHEDULE\]/, 2],
+      ['unknown time zone of an interval', ['schedules', 'add', 'x', '--every', '1m', '--tz', 'Mars/Olympus', '--type', 't'], /unknown time zone.*\[INVALID_SCHEDULE\]/, 2],
+      ['zero interval', ['schedules', 'add', 'x', '--every', '0s', '--type', 't'], /every must be .*got 0 \[INVALID_SCHEDULE\]/, 2],
+      ['cron and every', ['schedules', 'add', 'x', '--cron', '* * * * *', '--every', '1m', '--type', 't'], /cannot be used with/, 2],
+      ['neither cron nor every', ['schedules', 'add', 'x', '--type', 't'], /exactly one of cron and every.*\[INVALID_SCHEDULE\]/, 2],
+      ['payload not JSON', ['schedules', 'add', 'x', '--every', '1m', '--type', 't', '--payload', '{a:1}'], /\[INVALID_PAYLOAD\]/, 2],
+      ['enable unknown', ['schedules', 'enable', 'nope'], /schedule nope not found \[SCHEDULE_NOT_FOUND\]/, 3],
+      ['run-now unknown', ['schedules', 'run-now', 'nope'], /\[SCHEDULE_NOT_FOUND\]/, 3],
     ];
 
-    test('bad input: each exits 2 with the reason on stderr; no schedule, job or change written', { timeout: 90_000 }, async () => {
+    test('bad input: each exits 2 (an unknown schedule 3) with the reason on stderr; no schedule, job or change written', { timeout: 90_000 }, async () => {
       const before = await withDb(t.file, (s) => s.listSchedules());
       for (let i = 0; i < BAD.length; i += 4) {
         const batch = BAD.slice(i, i + 4);
         const results = await Promise.all(batch.map(([, args]) => cli(['--db', t.db, ...args])));
         results.forEach((r, j) => {
-          const [name, , message] = batch[j]!;
-          assert.equal(r.code, 2, `${name}: exit ${r.code}, stderr: ${r.stderr}`);
+          const [name, , message, code] = batch[j]!;
+          assert.equal(r.code, code, `${name}: exit ${r.code}, stderr: ${r.stderr}`);
           assert.match(r.stderr, message, `${name}: stderr says why`);
           assert.equal(r.stdout, '', `${name}: nothing on stdout`);
         });
