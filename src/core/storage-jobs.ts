@@ -125,6 +125,13 @@ export interface FinishResult {
   applied: boolean;
 }
 
+/** Which expired leases to list (findExpiredLeases). */
+export interface ExpiredLeaseQuery {
+  limit: number;
+  /** only jobs of these types (the sweeper's: those it has definitions for); all when omitted */
+  types?: readonly string[] | undefined;
+}
+
 /** A running job whose lease has expired, as the sweeper sees it. */
 export interface ExpiredLease {
   id: string;

@@ -22,6 +22,9 @@
  *   claimers never get the same row.
  * - heartbeat: rows matching id AND lease_token AND status 'running' get locked_until = now +
  *   leaseMs, heartbeat_at = now; every other lease is reported lost with the job's status.
+ * - findExpiredLeases: running jobs with locked_until < now, oldest locked_until first (then id),
+ *   at most `limit`; when `types` is given only jobs of those types (an empty list: none), so
+ *   a sweeper is never starved by expired leases of types it does not handle.
  * - finishJobs: each item lands only WHERE id AND lease_token match AND status = 'running'
  *   (AND locked_until < now when onlyIfExpired). It sets status; run_at = now + runAfterMs when
  *   given; attempts - 1 when uncountAttempt; last_error_code/last_error when error is given;
@@ -51,12 +54,12 @@
  */
 import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert } from './schedules.js';
 import type { JobStatus } from './status.js';
-import type { AttemptRow, ClaimParams, ClaimedJob, ExpiredLease, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult } from './storage-jobs.js';
+import type { AttemptRow, ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult } from './storage-jobs.js';
 import type { InsertResult, JobRow, NewJob } from './storage-jobs.js';
 
 // the job and attempt rows and the job lifecycle params/results live in ./storage-jobs.ts;
 // re-exported here so the contract keeps one import path for adapters, runtime and users
-export type { AttemptRow, ClaimParams, ClaimedJob, ErrorInfo, ExpiredLease, FinishParams, FinishResult } from './storage-jobs.js';
+export type { AttemptRow, ClaimParams, ClaimedJob, ErrorInfo, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult } from './storage-jobs.js';
 export type { HeartbeatParams, HeartbeatResult, InsertResult, JobRow, LeaseRef, NewJob } from './storage-jobs.js';
 
 export interface Capabilities {
@@ -163,8 +166,8 @@ export interface Storage {
   heartbeat(params: HeartbeatParams): Promise<HeartbeatResult>;
   /** Fenced finishes, one transaction per call; results in input order. */
   finishJobs(params: readonly FinishParams[], opts?: { tx?: unknown }): Promise<FinishResult[]>;
-  /** Running jobs whose lease expired, oldest first. */
-  findExpiredLeases(params: { limit: number }): Promise<ExpiredLease[]>;
+  /** Running jobs whose lease expired, oldest first; only of `types` when given. */
+  findExpiredLeases(params: ExpiredLeaseQuery): Promise<ExpiredLease[]>;
   getJob(id: string): Promise<JobRow | null>;
   listJobs(query: JobQuery): Promise<JobRow[]>;
   countJobs(): Promise<JobCount[]>;

@@ -70,33 +70,36 @@ export class Sweeper {
     }
   }
 
-  /** Rescue expired leases, a batch at a time; returns how many were rescued. */
+  /**
+   * Rescue expired leases, a batch at a time; returns how many were rescued. Only of the types
+   * this worker has definitions for (without one it cannot know the type's onLeaseExpired or
+   * retry policy), asked of the database so that expired leases of other types never fill the
+   * batch. A job can only have been claimed by a worker that handles its type; that worker's
+   * sweeper rescues it.
+   */
   async sweep(maxBatches = 10): Promise<number> {
     let rescued = 0;
     for (let i = 0; i < maxBatches; i++) {
-      const expired = await this.storage.findExpiredLeases({ limit: SWEEP_BATCH });
-      if (expired.length === 0) break;
-      // Only types this worker has definitions for: without one it cannot know the type's
-      // onLeaseExpired ('fail' for non-idempotent work) or retry policy. A job can only have
-      // been claimed by a worker that handles its type; such a worker's sweeper rescues it.
-      const known = expired.filter((lease) => this.registry.get(lease.type) !== undefined);
-      if (known.length === 0) break;
-      const params = known.map((lease) => {
+      const expired = await this.storage.findExpiredLeases({ limit: SWEEP_BATCH, types: this.registry.types });
+      const params = expired.map((lease) => {
         const def = this.registry.get(lease.type);
         return { id: lease.id, leaseToken: lease.leaseToken, ...decideRescue(lease, def?.onLeaseExpired ?? 'retry', def?.retry ?? DEFAULT_RETRY_POLICY, this.random) };
       });
-      const results = await this.storage.finishJobs(params);
+      const results = params.length > 0 ? await this.storage.finishJobs(params) : [];
+      let applied = 0;
       results.forEach((r, j) => {
         const p = params[j];
-        const lease = known[j];
+        const lease = expired[j];
         if (!r.applied || !p || !lease) return;
-        rescued++;
+        applied++;
         this.log.warn(
           { event: 'job.rescued', jobId: r.id, type: lease.type, attempt: lease.attempts, lockedBy: lease.lockedBy, status: p.status, nextDelayMs: p.runAfterMs ?? null },
           p.status === 'dead' ? 'expired lease: job is dead' : 'expired lease: job rescued for retry',
         );
       });
-      if (expired.length < SWEEP_BATCH) break;
+      rescued += applied;
+      // a short page was the last; a full one that rescued nothing would come back the same
+      if (expired.length < SWEEP_BATCH || applied === 0) break;
     }
     return rescued;
   }

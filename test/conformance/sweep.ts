@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decideRescue } from '../../src/core/decide.js';
 import type { ConformanceHarness } from './index.js';
-import { claimOne, finish, finishOf, insertAndClaim, mustGet, sleep, useDb } from './helpers.js';
+import { claimOne, finish, finishOf, insertAndClaim, mustGet, newJob, sleep, uniq, useDb } from './helpers.js';
 
 const POLICY = { kind: 'fixed', delayMs: 0 } as const;
 
@@ -26,6 +26,31 @@ export function sweepTests(h: ConformanceHarness): void {
       ]);
       const one = await s.findExpiredLeases({ limit: 1 });
       assert.equal(one.length, 1);
+    });
+
+    it('findExpiredLeases with types lists only those types: a full page of other types does not hide them', async () => {
+      const s = db.storage;
+      const other = uniq('other');
+      const mine = uniq('mine');
+      const also = uniq('also');
+      // the oldest expired leases are all of a type the caller does not handle
+      await s.insertJobs(Array.from({ length: 3 }, () => newJob(other)));
+      await s.claimJobs({ workerId: 'w-other', types: [other], queues: null, limit: 3, leaseMs: 20 });
+      await sleep(40);
+      await s.insertJobs([newJob(mine), newJob(also)]);
+      const [m] = await s.claimJobs({ workerId: 'w-mine', types: [mine], queues: null, limit: 1, leaseMs: 30 });
+      const [a] = await s.claimJobs({ workerId: 'w-also', types: [also], queues: null, limit: 1, leaseMs: 40 });
+      assert.ok(m && a);
+      await sleep(80);
+      const found = await s.findExpiredLeases({ limit: 3, types: [mine, also] });
+      assert.deepEqual(found.map((e) => [e.id, e.type]), [
+        [m.id, mine],
+        [a.id, also],
+      ]);
+      assert.deepEqual((await s.findExpiredLeases({ limit: 1, types: [also] })).map((e) => e.id), [a.id]);
+      assert.deepEqual(await s.findExpiredLeases({ limit: 10, types: [] }), [], 'no types: nothing');
+      const all = (await s.findExpiredLeases({ limit: 1000 })).filter((e) => [other, mine, also].includes(e.type));
+      assert.equal(all.length, 5, 'without types: every type');
     });
 
     it('onlyIfExpired rejects a lease that has not expired', async () => {

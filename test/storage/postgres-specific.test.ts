@@ -41,7 +41,7 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
     const claimed = await s.claimJobs({ workerId: 'w', types: ['bulk'], queues: null, limit: 10, leaseMs: 30_000 });
     assert.equal(claimed.length, 10);
     await c.query(`ANALYZE ${q}.jobs`);
-    const sweep = await c.query(`EXPLAIN ${sql.findExpired}`, [100]);
+    const sweep = await c.query(`EXPLAIN ${sql.findExpired}`, [100, ['bulk']]);
     const sweepPlan = sweep.rows.map((r) => r['QUERY PLAN']).join('\n');
     assert.match(sweepPlan, /jobs_running_lease_idx/, sweepPlan);
   });

@@ -5,7 +5,7 @@
  */
 import { LeaseholdError } from '../../core/errors.js';
 import type { JobStatus } from '../../core/status.js';
-import type { ClaimParams, ClaimedJob, ExpiredLease, FinishParams, HeartbeatParams, HeartbeatResult, InsertResult, NewJob } from '../../core/storage.js';
+import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, HeartbeatParams, HeartbeatResult, InsertResult, NewJob } from '../../core/storage.js';
 import type { MemoryTables, StoredJob } from './memory-state.js';
 import { jobOut, newToken, toJson } from './memory-state.js';
 
@@ -148,10 +148,12 @@ export function finishJob(t: MemoryTables, p: FinishParams, now: Date): boolean 
 }
 
 /** Running jobs whose lease ran out, oldest expiry first. */
-export function findExpiredLeases(t: MemoryTables, limit: number, now: Date): ExpiredLease[] {
+export function findExpiredLeases(t: MemoryTables, p: ExpiredLeaseQuery, now: Date): ExpiredLease[] {
   const nowMs = now.getTime();
+  const limit = p.limit;
+  const types = p.types === undefined ? null : new Set(p.types);
   return [...t.jobs.values()]
-    .filter((j) => j.status === 'running' && j.leaseToken !== null && j.lockedUntil !== null && j.lockedUntil.getTime() < nowMs)
+    .filter((j) => j.status === 'running' && j.leaseToken !== null && j.lockedUntil !== null && j.lockedUntil.getTime() < nowMs && (types === null || types.has(j.type)))
     .sort((a, b) => (a.lockedUntil as Date).getTime() - (b.lockedUntil as Date).getTime() || a.seq - b.seq)
     .slice(0, Math.max(0, limit))
     .map((j) => ({

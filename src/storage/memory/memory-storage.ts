@@ -6,7 +6,7 @@
  */
 import { LeaseholdError } from '../../core/errors.js';
 import { assertDistinctEffectKeys } from '../../core/effects.js';
-import type { AttemptRow, Capabilities, ClaimParams, ClaimedJob, EffectParams, EffectRecord, EffectReservation, EffectRow, ExpiredLease } from '../../core/storage.js';
+import type { AttemptRow, Capabilities, ClaimParams, ClaimedJob, EffectParams, EffectRecord, EffectReservation, EffectRow, ExpiredLease, ExpiredLeaseQuery } from '../../core/storage.js';
 import type { FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, JobQuery } from '../../core/storage.js';
 import type { JobRow, MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow } from '../../core/storage.js';
 import * as admin from './memory-admin.js';
@@ -88,8 +88,8 @@ export class MemoryStorage implements Storage {
     return params.map((p) => ({ id: p.id, applied: lifecycle.finishJob(this.t, p, now) }));
   }
 
-  async findExpiredLeases(p: { limit: number }): Promise<ExpiredLease[]> {
-    return lifecycle.findExpiredLeases(this.t, p.limit, this.nowDate());
+  async findExpiredLeases(p: ExpiredLeaseQuery): Promise<ExpiredLease[]> {
+    return lifecycle.findExpiredLeases(this.t, p, this.nowDate());
   }
 
   async getJob(id: string): Promise<JobRow | null> {

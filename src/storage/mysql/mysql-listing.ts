@@ -4,7 +4,7 @@
  * Each is one statement on the pool through `one` (MysqlStorage's: retried on lock or
  * connection errors); the SQL is in mysql-sql.ts. An id that is not a job id finds nothing.
  */
-import type { AttemptRow, EffectRow, ExpiredLease, JobCount, JobQuery, JobRow } from '../../core/storage.js';
+import type { AttemptRow, EffectRow, ExpiredLease, ExpiredLeaseQuery, JobCount, JobQuery, JobRow } from '../../core/storage.js';
 import type { JobStatus } from '../../core/status.js';
 import type { Queryable } from './mysql-db.js';
 import { idParam, run, toAttemptRow, toEffectRow, toJobRow } from './mysql-db.js';
@@ -13,9 +13,11 @@ import type { MysqlSql } from './mysql-sql.js';
 /** One statement (a read or an idempotent write) on the pool, retried on lock or connection errors. */
 export type RunOne = <T>(what: string, fn: (c: Queryable) => Promise<T>) => Promise<T>;
 
-export async function findExpiredLeases(one: RunOne, sql: MysqlSql, params: { limit: number }): Promise<ExpiredLease[]> {
-  if (params.limit <= 0) return [];
-  const rows = await one('findExpiredLeases', (c) => run(c, sql.expiredLeases, [params.limit]));
+export async function findExpiredLeases(one: RunOne, sql: MysqlSql, params: ExpiredLeaseQuery): Promise<ExpiredLease[]> {
+  const types = params.types;
+  if (params.limit <= 0 || types?.length === 0) return [];
+  const values = types === undefined ? [params.limit] : [[...types], params.limit];
+  const rows = await one('findExpiredLeases', (c) => run(c, sql.expiredLeases(types !== undefined), values));
   return rows.map((r) => ({
     id: String(r.id),
     type: String(r.type),

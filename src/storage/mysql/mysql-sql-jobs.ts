@@ -161,10 +161,10 @@ export function mysqlJobSql(prefix: string) {
     /** Current status and token of some jobs, to report lost leases. */
     leaseState: `-- leasehold heartbeat: status and token of jobs whose lease may be lost
       SELECT id, status, lease_token FROM ${jobs} WHERE id IN (?)`,
-    /** Running jobs whose lease has expired, oldest deadline first. */
-    expiredLeases: `-- leasehold findExpiredLeases: running jobs whose lease expired, oldest deadline first
+    /** Running jobs whose lease has expired (of some types, or of all), oldest deadline first. */
+    expiredLeases: (byType: boolean): string => `-- leasehold findExpiredLeases: running jobs whose lease expired${byType ? ' of these types' : ''}, oldest deadline first
       SELECT id, type, lease_token, locked_by, attempts, max_attempts FROM ${jobs} FORCE INDEX (${jobs}_sweep)
-      WHERE status = 'running' AND locked_until < ${NOW} ORDER BY locked_until, id LIMIT ?`,
+      WHERE status = 'running' AND locked_until < ${NOW}${byType ? ' AND type IN (?)' : ''} ORDER BY locked_until, id LIMIT ?`,
 
     // ---- finish ----------------------------------------------------------------------------
     /** Fenced finish of jobs that all end the same way: one set of values, many (id, lease_token). */

@@ -7,7 +7,7 @@
 import mysql from 'mysql2/promise';
 import { ValidationError } from '../../core/errors.js';
 import type {
-  AttemptRow, Capabilities, ClaimParams, ClaimedJob, EffectParams, EffectRecord, EffectReservation, EffectRow, ExpiredLease,
+  AttemptRow, Capabilities, ClaimParams, ClaimedJob, EffectParams, EffectRecord, EffectReservation, EffectRow, ExpiredLease, ExpiredLeaseQuery,
   FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, JobQuery, JobRow,
   MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
 } from '../../core/storage.js';
@@ -170,7 +170,7 @@ export class MysqlStorage implements Storage {
 
   // ---- admin and listing: reads in mysql-listing.ts, writes in mysql-admin.ts -----------------
 
-  findExpiredLeases(params: { limit: number }): Promise<ExpiredLease[]> {
+  findExpiredLeases(params: ExpiredLeaseQuery): Promise<ExpiredLease[]> {
     return listing.findExpiredLeases(this.one, this.sql, params);
   }
 

@@ -5,7 +5,7 @@
  * prepared claim and heartbeat in postgres-functions.ts.
  */
 import { randomBytes } from 'node:crypto';
-import type { ClaimedJob, ClaimParams, ExpiredLease, HeartbeatParams, HeartbeatResult, LeaseRef } from '../../core/storage.js';
+import type { ClaimedJob, ClaimParams, ExpiredLease, ExpiredLeaseQuery, HeartbeatParams, HeartbeatResult, LeaseRef } from '../../core/storage.js';
 import type { JobStatus } from '../../core/status.js';
 import type { ClaimBases } from './postgres-claim-bases.js';
 import { query, type Prepared } from './postgres-db.js';
@@ -46,8 +46,8 @@ export async function heartbeat(db: Queryable, beat: Prepared, sql: JobsSql, p: 
   return { lost: p.leases.filter((l) => lost.has(l)).map((l) => ({ id: l.id, status: status.get(validId(l.id) ?? '') ?? null })) };
 }
 
-export async function findExpiredLeases(db: Queryable, sql: JobsSql, p: { limit: number }): Promise<ExpiredLease[]> {
-  if (p.limit <= 0) return [];
-  const rows = await query(db, 'findExpiredLeases', sql.findExpired, [p.limit]);
+export async function findExpiredLeases(db: Queryable, sql: JobsSql, p: ExpiredLeaseQuery): Promise<ExpiredLease[]> {
+  if (p.limit <= 0 || p.types?.length === 0) return [];
+  const rows = await query(db, 'findExpiredLeases', sql.findExpired, [p.limit, p.types === undefined ? null : [...p.types]]);
   return rows.map(toExpiredLease);
 }

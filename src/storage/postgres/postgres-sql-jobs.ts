@@ -304,9 +304,9 @@ SELECT ord FROM ${s}.finish_jobs($1::bigint[], $2::text[], $3::text[], $4::float
   $15::text, $16::text)`,
 
     /** $1 limit */
-    findExpired: `-- leasehold sweep: running jobs whose lease has expired, oldest lease first
+    findExpired: `-- leasehold sweep: running jobs whose lease has expired, of the types in $2 when not null, oldest lease first
 SELECT id, type, lease_token, locked_by, attempts, max_attempts FROM ${s}.jobs
-WHERE status = 'running' AND locked_until < ${NOW}
+WHERE status = 'running' AND locked_until < ${NOW} AND ($2::text[] IS NULL OR type = ANY($2::text[]))
 ORDER BY locked_until, id
 LIMIT $1::int`,
   };

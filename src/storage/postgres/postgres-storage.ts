@@ -15,7 +15,7 @@ import pg from 'pg';
 import { LeaseholdError, SchemaTooNewError, ValidationError } from '../../core/errors.js';
 import type {
   AttemptRow, Capabilities, ClaimedJob, ClaimParams, EffectParams, EffectRecord, EffectReservation, EffectRow,
-  ExpiredLease, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount,
+  ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount,
   JobQuery, JobRow, MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
 } from '../../core/storage.js';
 import { ClaimBases } from './postgres-claim-bases.js';
@@ -190,7 +190,7 @@ export class PostgresStorage implements Storage {
     return finishJobs(tx ?? this.pool, this.hot, tx ? undefined : this.bases, params, this.notify);
   }
 
-  findExpiredLeases(p: { limit: number }): Promise<ExpiredLease[]> {
+  findExpiredLeases(p: ExpiredLeaseQuery): Promise<ExpiredLease[]> {
     return hot.findExpiredLeases(this.pool, this.sql, p);
   }
 

@@ -85,9 +85,10 @@ export const JOB_SQL = {
         last_error = CASE WHEN ? THEN ? ELSE last_error END,
         locked_by = NULL, lease_token = NULL, locked_until = NULL, finished_at = ?, updated_at = ?
     WHERE id = ? AND lease_token = ? AND status = 'running' AND (? = 0 OR locked_until < ?)`,
-  expired: `-- leasehold jobs.expired: running jobs whose lease has expired, oldest expiry first
+  expired: `-- leasehold jobs.expired: running jobs whose lease has expired, of @types when not null, oldest expiry first
     SELECT id, type, lease_token, locked_by, attempts, max_attempts FROM {p}jobs
-    WHERE status = 'running' AND locked_until < @now ORDER BY locked_until, id LIMIT @limit`,
+    WHERE status = 'running' AND locked_until < @now AND (@types IS NULL OR type IN (SELECT value FROM json_each(@types)))
+    ORDER BY locked_until, id LIMIT @limit`,
   get: `-- leasehold jobs.get: one job by id
     SELECT * FROM {p}jobs WHERE id = ?`,
   count: `-- leasehold jobs.count: counts per (queue, type, status), with how many of the due statuses are due now

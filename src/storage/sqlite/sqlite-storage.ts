@@ -12,7 +12,7 @@
  */
 import { NotSupportedError } from '../../core/errors.js';
 import type {
-  AttemptRow, Capabilities, ClaimedJob, ClaimParams, EffectParams, EffectRecord, EffectReservation, EffectRow, ExpiredLease,
+  AttemptRow, Capabilities, ClaimedJob, ClaimParams, EffectParams, EffectRecord, EffectReservation, EffectRow, ExpiredLease, ExpiredLeaseQuery,
   FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, JobQuery, JobRow,
   MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
 } from '../../core/storage.js';
@@ -93,8 +93,9 @@ export class SqliteStorage implements Storage {
     return hot.finishJobs(this.conn, this.clock(), params);
   }
 
-  async findExpiredLeases(p: { limit: number }): Promise<ExpiredLease[]> {
-    const rows = this.conn.read(() => this.conn.stmt(JOB_SQL.expired).all({ now: this.clock(), limit: p.limit }) as SqlExpired[]);
+  async findExpiredLeases(p: ExpiredLeaseQuery): Promise<ExpiredLease[]> {
+    const types = p.types === undefined ? null : JSON.stringify(p.types);
+    const rows = this.conn.read(() => this.conn.stmt(JOB_SQL.expired).all({ now: this.clock(), limit: p.limit, types }) as SqlExpired[]);
     return rows.map(toExpiredLease);
   }
 
