@@ -1,6 +1,6 @@
 /**
- * MySQL/MariaDB effect ledger under load: a never-seen key is reserved by one INSERT and
- * recorded by one UPDATE (no transaction, no locking read of a missing key, which InnoDB
+ * MySQL/MariaDB effect ledger under load: a never-seen key is reserved by a locking read of
+ * its job and one INSERT, and recorded by one UPDATE (no locking read of a missing key, which InnoDB
  * answers with a gap lock), many leases reserving neighbouring new keys at once meet no
  * deadlock, and a record takes the job row before the effect row, as a reserve does. Batches
  * (the worker's concurrent `ctx.once` calls) are one transaction each and meet no deadlock either. The
@@ -63,7 +63,7 @@ describe('mysql specific: effect ledger', { skip: url === null }, () => {
     return { s, c: c! };
   };
 
-  it('a new key is reserved by one INSERT and recorded by one UPDATE; a seen key reads the ledger in a transaction', async () => {
+  it('a new key is reserved by a locking read of its job and one INSERT (two round trips) and recorded by one UPDATE; a seen key reads the ledger in a transaction', async () => {
     const watched = watchedPool(newPool(2));
     const s = make({ pool: watched.pool, tablePrefix: 'one_' });
     await s.migrate();
@@ -73,14 +73,14 @@ describe('mysql specific: effect ledger', { skip: url === null }, () => {
 
     watched.sent.length = 0;
     assert.deepEqual(await s.reserveEffect(p), { state: 'reserved' });
-    assert.deepEqual(watched.sent, ['reserveNewEffect']);
+    assert.deepEqual(watched.sent, ['begin', 'leaseHeld', 'reserveNewEffect', 'commit']);
     watched.sent.length = 0;
     assert.equal(await s.completeEffect({ ...p, result: { id: 7 } }), true);
     assert.deepEqual(watched.sent, ['completeEffect']);
 
     watched.sent.length = 0;
     assert.deepEqual(await s.reserveEffect(p), { state: 'done', result: { id: 7 } });
-    assert.deepEqual(watched.sent, ['reserveNewEffect', 'begin', 'leaseHeld', 'effectForUpdate', 'commit']);
+    assert.deepEqual(watched.sent, ['begin', 'leaseHeld', 'reserveNewEffect', 'rollback', 'begin', 'leaseHeld', 'effectForUpdate', 'commit']);
   });
 
   it('200 leases reserving and recording neighbouring new keys at once meet no deadlock', async () => {

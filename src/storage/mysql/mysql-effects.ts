@@ -2,12 +2,15 @@
  * The effect ledger behind `ctx.once` on MySQL/MariaDB: reserve an effect under the job's lease
  * and record it done. The SQL is in mysql-sql.ts.
  *
- * The common case, a key never seen, is one autocommitted INSERT … SELECT that lands only while
- * the lease runs its job, and the record is one fenced UPDATE: a round trip each. The reserve
- * used to open with a locking read of the missing key; InnoDB answers that with a gap lock, and
- * two workers holding gap locks on neighbouring new keys deadlock on their inserts (four worker
- * processes lost 192 attempts that way on a slow machine). An INSERT takes no gap lock, so only
- * a key already in the ledger takes the transaction that reads, locks and decides.
+ * A reserve is fenced by a locking read of the job row under its lease token, in the same
+ * transaction as the insert: a plain read (an autocommitted INSERT … SELECT under READ
+ * COMMITTED) sees the job as last committed, and reserved the effect for a lease a sweeper's
+ * rescue was taking away. The locking read waits for that rescue and then finds the lease gone.
+ * It locks the job row, never the missing key: InnoDB answers a locking read of a missing key
+ * with a gap lock, and two workers holding gap locks on neighbouring new keys deadlock on their
+ * inserts (four worker processes lost 192 attempts that way on a slow machine). The common case,
+ * a key never seen, is two round trips (BEGIN with the locking read, the insert with COMMIT);
+ * only a key already in the ledger takes the transaction that reads, locks and decides.
  *
  * Batches (the worker's concurrent `ctx.once` calls) are in mysql-effect-batches.ts.
  */
@@ -16,21 +19,39 @@ import type { EffectParams, EffectRecord, EffectReservation } from '../../core/s
 import type { Queryable } from './mysql-db.js';
 import { exec, fromJsonText, run, toJsonText } from './mysql-db.js';
 import type { MysqlSql } from './mysql-sql.js';
+import { runLast } from './mysql-tx.js';
 
 export const ER_DUP_ENTRY = 1062;
 
+/** What reserveEffect needs from the storage: its transactions. */
+type RunTx = <T>(what: string, fn: (c: Queryable) => Promise<T>) => Promise<T>;
+
 /**
- * One statement: insert the key as pending under this lease. 'seen' when the key is in the
- * ledger already (done, pending, or our own row from an earlier try of this statement).
+ * Reserve one effect: a new key in one transaction, a key already in the ledger in another. A
+ * reserve whose connection broke after its COMMIT went out is asked once more: it then finds its
+ * own pending row (a seen key under this lease: reserved) or inserts it.
  */
-export async function reserveNewEffectOn(c: Queryable, sql: MysqlSql, p: EffectParams, jobId: bigint): Promise<'reserved' | 'lost' | 'seen'> {
-  try {
-    const res = await exec(c, sql.reserveNewEffect, [p.key, jobId, p.leaseToken]);
-    return res.affectedRows > 0 ? 'reserved' : 'lost';
-  } catch (e) {
-    if ((e as { errno?: unknown }).errno === ER_DUP_ENTRY) return 'seen';
-    throw e;
+export async function reserveEffectWith(tx: RunTx, sql: MysqlSql, p: EffectParams, jobId: bigint): Promise<EffectReservation> {
+  for (let asked = 1; ; asked++) {
+    try {
+      return await tx('reserveEffect', (c) => reserveNewEffectOn(c, sql, p, jobId));
+    } catch (e) {
+      if ((e as { errno?: unknown }).errno === ER_DUP_ENTRY) break;
+      if (asked > 1 || !(e instanceof TransientStorageError)) throw e;
+    }
   }
+  return tx('reserveEffect', (c) => reserveSeenEffectOn(c, sql, p, jobId));
+}
+
+/**
+ * Inside a transaction: share-lock the job under this lease (lost if it no longer runs under
+ * it), then insert the key as pending with the COMMIT. A key in the ledger already throws
+ * ER_DUP_ENTRY (the transaction is rolled back).
+ */
+async function reserveNewEffectOn(c: Queryable, sql: MysqlSql, p: EffectParams, jobId: bigint): Promise<EffectReservation> {
+  if ((await run(c, sql.leaseHeld, [jobId, p.leaseToken])).length === 0) return { state: 'lost' };
+  await runLast(c, [{ sql: sql.reserveNewEffect, values: [p.key, jobId, p.leaseToken] }]);
+  return { state: 'reserved' };
 }
 
 /** A key already in the ledger, inside a transaction: done, ours, taken over from a dead lease, or busy. */

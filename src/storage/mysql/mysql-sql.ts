@@ -97,9 +97,8 @@ export function mysqlSql(prefix: string) {
       SELECT id FROM ${jobs} WHERE id = ? AND lease_token = ? AND status = 'running' LOCK IN SHARE MODE`,
     effectForUpdate: `-- leasehold effectForUpdate: the effect row of a key, locked
       SELECT state, lease_token, result FROM ${effects} WHERE effect_key = ? FOR UPDATE`,
-    reserveNewEffect: `-- leasehold reserveNewEffect: insert a never-seen key as pending, only while this lease runs its job (a seen key is a duplicate-key error)
-      INSERT INTO ${effects} (effect_key, job_id, lease_token, state, created_at)
-      SELECT ?, id, lease_token, 'pending', ${NOW} FROM ${jobs} WHERE id = ? AND lease_token = ? AND status = 'running'`,
+    reserveNewEffect: `-- leasehold reserveNewEffect: insert a never-seen key as pending under a lease just share-locked by leaseHeld (a seen key is a duplicate-key error)
+      INSERT INTO ${effects} (effect_key, job_id, lease_token, state, created_at) VALUES (?, ?, ?, 'pending', ${NOW})`,
     takeOverEffect: `-- leasehold takeOverEffect: take over a pending reservation left by another lease
       UPDATE ${effects} e SET e.job_id = ?, e.lease_token = ? WHERE e.effect_key = ? AND e.state = 'pending'
       AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.id = e.job_id AND j.lease_token = e.lease_token AND j.status = 'running')`,

@@ -12,7 +12,7 @@ import type {
   MigrateResult, NewJob, PruneParams, Storage, WorkerInfo, WorkerRow,
 } from '../../core/storage.js';
 import { cancelJobOn, migrateOn, pruneOn, readSchemaVersion, retryJobOn } from './mysql-admin.js';
-import { completeEffectOn, reserveNewEffectOn, reserveSeenEffectOn } from './mysql-effects.js';
+import { completeEffectOn, reserveEffectWith } from './mysql-effects.js';
 import * as batches from './mysql-effect-batches.js';
 import type { PoolLike, Queryable } from './mysql-db.js';
 import { callerTx, createPool, exec, idParam, micros, parseUtc, run, toWorkerRow } from './mysql-db.js';
@@ -211,10 +211,7 @@ export class MysqlStorage implements Storage {
   async reserveEffect(params: EffectParams): Promise<EffectReservation> {
     const jobId = idParam(params.jobId);
     if (jobId === null) return { state: 'lost' };
-    // a re-run of the insert after a dropped connection finds its own row: 'seen', then ours
-    const fresh = await this.one('reserveEffect', (c) => reserveNewEffectOn(c, this.sql, params, jobId));
-    if (fresh !== 'seen') return { state: fresh };
-    return this.tx('reserveEffect', (c) => reserveSeenEffectOn(c, this.sql, params, jobId));
+    return reserveEffectWith((what, fn) => this.tx(what, fn), this.sql, params, jobId);
   }
 
   async completeEffect(params: EffectRecord): Promise<boolean> {
