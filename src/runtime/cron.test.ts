@@ -1,6 +1,8 @@
 /**
- * Cron timings by croner: 5 and 6 fields, IANA zones, DST in Europe/Warsaw and America/New_York
- * (a 02:30 daily job runs once on spring-forward and fall-back days), and typed validation errors.
+ * Cron timings: 5 and 6 fields, IANA zones, DST in Europe/Warsaw and America/New_York (a 02:30
+ * daily job runs once on spring-forward and fall-back days, a repeated time at its first
+ * occurrence in every zone), and typed validation errors. The exhaustive DST cases against an
+ * independent oracle are in cron-dst.test.ts.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -19,7 +21,7 @@ function slots(cron: string, tz: string, from: string, to: string): string[] {
 }
 
 describe('cron with time zones (croner)', () => {
-  it('Europe/Warsaw: 02:30 daily runs once on the spring-forward day (at 03:30 local) and once on the fall-back day', () => {
+  it('Europe/Warsaw: 02:30 daily runs once on the spring-forward day (at 03:30 local) and once on the fall-back day (02:30 CEST, the first)', () => {
     assert.deepEqual(slots('30 2 * * *', 'Europe/Warsaw', '2025-03-29T00:00:00Z', '2025-03-31T12:00:00Z'), [
       '2025-03-29T01:30:00.000Z', // 02:30 CET
       '2025-03-30T01:30:00.000Z', // 02:30 does not exist: 03:30 CEST
@@ -27,7 +29,7 @@ describe('cron with time zones (croner)', () => {
     ]);
     assert.deepEqual(slots('30 2 * * *', 'Europe/Warsaw', '2025-10-25T00:00:00Z', '2025-10-27T12:00:00Z'), [
       '2025-10-25T00:30:00.000Z', // 02:30 CEST
-      '2025-10-26T01:30:00.000Z', // 02:30 happens twice: once
+      '2025-10-26T00:30:00.000Z', // 02:30 happens twice: once, at the first (CEST)
       '2025-10-27T01:30:00.000Z', // 02:30 CET
     ]);
   });
@@ -50,7 +52,30 @@ describe('cron with time zones (croner)', () => {
       fired.push(...plan.fire.map((d) => d.toISOString()));
       at = plan.nextRunAt;
     }
-    assert.deepEqual(fired, ['2025-10-26T01:30:00.000Z']);
+    assert.deepEqual(fired, ['2025-10-26T00:30:00.000Z']);
+  });
+
+  it('a repeated wall time fires at its first occurrence, east and west of UTC alike', () => {
+    const onDay = (cron: string, tz: string, day: string) => slots(cron, tz, `${day}T00:00:00Z`, `${day}T23:59:59Z`);
+    assert.deepEqual(onDay('30 1 * * *', 'America/New_York', '2026-11-01'), ['2026-11-01T05:30:00.000Z'], '01:30 EDT, not 01:30 EST');
+    assert.deepEqual(onDay('30 2 * * *', 'Europe/Warsaw', '2026-10-25'), ['2026-10-25T00:30:00.000Z'], '02:30 CEST, not 02:30 CET');
+    assert.deepEqual(onDay('45 1 * * *', 'Australia/Lord_Howe', '2026-04-04'), ['2026-04-04T14:45:00.000Z'], '01:45 +11, not 01:45 +10:30');
+    assert.deepEqual(onDay('30 23 * * *', 'America/Santiago', '2026-04-05'), ['2026-04-05T02:30:00.000Z'], '23:30 -03, not 23:30 -04');
+  });
+
+  it('the issue repro: a nightly 02:30 in New York is enqueued on the spring-forward day when the look-back asks from just before its slot', () => {
+    const next = nextAfterFor(timing('30 2 * * *', 'America/New_York'));
+    const first = next(new Date('2026-03-07T07:30:00Z'));
+    assert.equal(first?.toISOString(), '2026-03-08T07:30:00.000Z', '02:30 does not exist that day: 03:30 EDT');
+    const plan = planSlots({ policy: 'skip', windowMs: null, max: 100 }, first!, new Date('2026-03-08T07:30:01Z'), next, 60_000);
+    assert.deepEqual(plan?.fire.map((d) => d.toISOString()), ['2026-03-08T07:30:00.000Z']);
+    assert.equal(plan?.nextRunAt?.toISOString(), '2026-03-09T06:30:00.000Z');
+  });
+
+  it('nextAfter is strictly after its input even in the second pass of a repeated hour', () => {
+    const next = nextAfterFor(timing('30 1 * * *', 'America/New_York'));
+    // 01:00 EST, the second 01:00: the day's 01:30 already was (05:30Z); the next is tomorrow's
+    assert.equal(next(new Date('2026-11-01T06:00:00Z'))?.toISOString(), '2026-11-02T06:30:00.000Z');
   });
 
   it('6 fields put seconds first; 5 fields start at the minute', () => {

@@ -1,14 +1,19 @@
 /**
- * Cron parsing and next-fire-time with time zones, by croner (we write none of it). A schedule's
- * timing becomes a `NextAfter` function for the pure slot math in src/core/slots.ts.
+ * Cron parsing and matching by croner; a schedule's timing becomes a `NextAfter` function for the
+ * pure slot math in src/core/slots.ts: the first slot strictly after ANY instant, never skipping one.
  *
- * DST, as croner computes it in the schedule's IANA zone: a wall-clock time that does not exist
- * (02:30 on a spring-forward day) fires once, at the first instant after the gap (03:30); a
- * wall-clock time that happens twice (02:30 on a fall-back day) fires once.
+ * Time zones and DST. croner matches the expression against wall-clock times (it runs in UTC, so
+ * it sees no DST), and each matching wall time is read as an instant in the schedule's IANA zone
+ * by wall-clock.ts, the same rule in every zone (RFC 5545 §3.3.5, Vixie cron and systemd alike):
+ * - a time that happens twice (01:30 on a fall-back day) fires ONCE, at its FIRST occurrence;
+ *   nothing fires in the repeated hour's second pass;
+ * - a time skipped by spring-forward (02:30 in a 02:00→03:00 gap) fires ONCE, shifted forward
+ *   by the gap (03:30); where that lands on a slot of its own (02:00 → 03:00), they fire once.
  */
 import { Cron } from 'croner';
 import type { NextAfter, ScheduleInput, ScheduleSpec } from '../core/index.js';
 import { ValidationError, intervalNextAfter, normalizeScheduleSpec } from '../core/index.js';
+import { nextInZone } from './wall-clock.js';
 
 type Timing = Pick<ScheduleSpec, 'name' | 'cron' | 'everyMs' | 'timezone'>;
 
@@ -29,7 +34,8 @@ function parseCron(t: Timing & { cron: string }): Cron {
   const fields = t.cron.trim().split(/\s+/).length;
   if (fields !== 5 && fields !== 6) invalid(`schedule ${t.name}: cron "${t.cron}" must have 5 fields (minute hour day month weekday) or 6 (seconds first)`);
   try {
-    return new Cron(t.cron, { timezone: t.timezone, paused: true });
+    // matched against wall-clock times: UTC has no DST, the zone is applied by wall-clock.ts
+    return new Cron(t.cron, { timezone: 'Etc/UTC', paused: true });
   } catch (e) {
     return invalid(`schedule ${t.name}: invalid cron "${t.cron}": ${(e as Error).message}`, e);
   }
@@ -41,7 +47,12 @@ export function nextAfterFor(t: Timing): NextAfter {
   if (t.cron === null) return invalid(`schedule ${t.name}: give exactly one of cron and every`);
   checkTimeZone(t.name, t.timezone);
   const cron = parseCron({ ...t, cron: t.cron });
-  return (at) => cron.nextRun(at) ?? null;
+  const zone = t.timezone;
+  const nextWall = (w: number) => cron.nextRun(new Date(w))?.getTime() ?? null;
+  return (at) => {
+    const next = nextInZone(zone, at.getTime(), nextWall);
+    return next === null ? null : new Date(next);
+  };
 }
 
 /**
