@@ -1,11 +1,13 @@
 /**
  * Slot arithmetic under a fake clock: no duplicate and no gap across many ticks, misfire
- * policies after an outage, and the 'all' window and cap. Cron timings use intervals here
- * (core is pure); croner-backed DST cases are in src/runtime/cron.test.ts.
+ * policies after an outage, and the 'all' window and cap. Cron timings use intervals and explicit
+ * irregular slot lists here (core is pure); DST cases are in src/runtime/cron-dst.test.ts.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import type { Misfire } from './schedules.js';
+import type { NextAfter } from './slots.js';
 import { intervalNextAfter, latestSlots, missedSlots, planSlots } from './slots.js';
 
 const MIN = 60_000;
@@ -80,5 +82,42 @@ describe('slot math with a fake clock', () => {
     assert.equal(missedSlots(all(50), new Date(T0), now, everySecond, 500).length, 50);
     assert.ok(Date.now() - started < 1_000);
     assert.equal(latestSlots(3, T0, T0 + 10_500, everySecond).map((d) => d.getTime() - T0).join(), '8000,9000,10000');
+  });
+
+  it('property: irregular slots (as a cron across DST has) fire once each, from ticks closer than the grace or from a look-back after any outage', () => {
+    /** nextAfter over an explicit ascending slot list: the first slot strictly after t. */
+    const listed = (slots: number[]): NextAfter => (t) => {
+      const s = slots.find((x) => x > t.getTime());
+      return s === undefined ? null : new Date(s);
+    };
+    const fireAll = (misfire: Misfire, slots: number[], steps: number[], graceMs: number) => {
+      const next = listed(slots);
+      let at = next(new Date(T0 - 1));
+      const fired: number[] = [];
+      // tick until the first tick at or after the last slot
+      for (let t = T0, i = 0; at !== null; t += steps[i++ % steps.length]!) {
+        const plan = planSlots(misfire, at, new Date(t), next, graceMs);
+        if (plan) fired.push(...plan.fire.map((d) => d.getTime()));
+        if (plan) at = plan.nextRunAt;
+        if (t >= slots.at(-1)!) break;
+      }
+      return fired;
+    };
+    const slotList = fc.array(fc.integer({ min: 1, max: 2 * 3_600_000 }), { minLength: 1, maxLength: 30 }).map((gaps) => {
+      let t = T0;
+      return gaps.map((g) => (t += g));
+    });
+    fc.assert(
+      fc.property(slotList, fc.array(fc.integer({ min: 1, max: MIN - 1 }), { minLength: 1, maxLength: 20 }), (slots, steps) => {
+        assert.deepEqual(fireAll(skip, slots, steps, MIN), slots);
+      }),
+      { numRuns: 100 },
+    );
+    fc.assert(
+      fc.property(slotList, fc.array(fc.integer({ min: 1, max: 10 * 3_600_000 }), { minLength: 1, maxLength: 20 }), (slots, steps) => {
+        assert.deepEqual(fireAll(all(1_000), slots, steps, MIN), slots);
+      }),
+      { numRuns: 100 },
+    );
   });
 });

@@ -1,8 +1,11 @@
 /**
  * Slot arithmetic for schedules: given the schedule's next_run_at (the earliest slot not yet
- * fired), the database's now, and a `nextAfter(t)` function (the first slot strictly after t:
- * croner for cron, multiplication for intervals), decide which slots one tick enqueues and what
- * next_run_at becomes. Pure and clock-free, so tests drive it with a fake clock.
+ * fired), the database's now, and a `nextAfter(t)` function, decide which slots one tick enqueues
+ * and what next_run_at becomes. Pure and clock-free, so tests drive it with a fake clock.
+ *
+ * The contract on nextAfter (src/runtime/cron.ts for cron, multiplication for intervals): for
+ * EVERY instant t, not only for slots, it is the first slot strictly after t, or null when none is
+ * left. The look-back below asks from arbitrary instants (`start − 1 ms`, now).
  *
  * Definitions. Due slots are the slots s with nextRunAt <= s <= now. A due slot is ON TIME while
  * now - s <= graceMs (a scheduler tick that is a little late is not an outage); older due slots
@@ -14,6 +17,7 @@
  */
 import type { Misfire } from './schedules.js';
 
+/** The first slot strictly after `t`, for any instant `t` (null: none left). */
 export type NextAfter = (t: Date) => Date | null;
 
 export interface SlotPlan {
