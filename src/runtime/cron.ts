@@ -4,7 +4,7 @@
  *
  * Time zones and DST. croner matches the expression against wall-clock times (it runs in UTC, so
  * it sees no DST), and each matching wall time is read as an instant in the schedule's IANA zone
- * by wall-clock.ts, the same rule in every zone (RFC 5545 §3.3.5, Vixie cron and systemd alike):
+ * by wall-clock.ts, by one rule in every zone (RFC 5545 §3.3.5; Temporal's 'compatible'):
  * - a time that happens twice (01:30 on a fall-back day) fires ONCE, at its FIRST occurrence;
  *   nothing fires in the repeated hour's second pass;
  * - a time skipped by spring-forward (02:30 in a 02:00→03:00 gap) fires ONCE, shifted forward
