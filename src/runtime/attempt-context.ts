@@ -24,8 +24,14 @@ export interface ContextHost {
   readonly effects: Pick<EffectBatcher, 'reserve' | 'record'>;
   /** Progress was reported: throws the abort reason once aborted, else resets the inactivity timeout. */
   progress(): void;
+  /** Throws the abort reason once the attempt was aborted. */
+  throwIfAborted(): void;
   /** Renew the lease now; false when it is lost (and the attempt was aborted). */
   renew(): Promise<boolean>;
+  /** Whether the lease surely holds now: its local expiry, less a margin, is still ahead. */
+  leaseSurelyHeld(): boolean;
+  /** A call found the lease gone: aborts the attempt (LEASE_LOST) and returns the error to throw. */
+  leaseLost(what: string): Error;
   /** The success was written in the handler's transaction: nothing left to record. */
   succeededInTransaction(): void;
 }
@@ -78,15 +84,23 @@ async function succeedInTransaction(host: ContextHost, tx: unknown): Promise<voi
   }
   const params = { id: job.id, leaseToken: job.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } };
   const [r] = await storage.finishJobs([params], { tx });
-  if (!r?.applied) throw new LeaseLostError(job.id, 'completion');
+  if (!r?.applied) throw host.leaseLost('completion');
   host.succeededInTransaction();
 }
 
+/**
+ * The effect runs only under a reservation and a lease that surely holds right then: a
+ * reservation answered after the lease may have lapsed (the process was paused while the answer
+ * was in flight, and a sweeper may have given the job to another worker) is not acted on. The
+ * one duplicate left: the lease is lost (or the worker dies) after `fn` started and before its
+ * record lands; the next attempt then runs `fn` again.
+ */
 async function once<T>(host: ContextHost, key: string, fn: () => T | Promise<T>): Promise<T> {
   const { storage, effects, job } = host;
+  host.throwIfAborted();
   const params = { key, jobId: job.id, leaseToken: job.leaseToken };
   const r = await effects.reserve(params);
-  if (r.state === 'lost') throw new LeaseLostError(job.id, `effect ${key}`);
+  if (r.state === 'lost') throw host.leaseLost(`effect ${key}`);
   // Another live job holds this key right now; fail this attempt so it retries and then
   // finds the effect done (or free), rather than running the effect twice.
   if (r.state === 'busy') throw new LeaseholdError('EFFECT_BUSY', `effect ${key} is being performed by another job right now`);
@@ -94,6 +108,7 @@ async function once<T>(host: ContextHost, key: string, fn: () => T | Promise<T>)
     host.log.info({ event: 'effect.skipped', key }, 'effect already recorded; skipped');
     return r.result as T;
   }
+  await confirmLease(host, `effect ${key}`);
   const result = await fn();
   const recorded = await recordEffect(storage, effects, { ...params, result: result === undefined ? null : result }).catch((e: unknown) => {
     host.log.error({ event: 'effect.unrecorded', key, err: (e as Error).message }, 'effect ran but its record could not be written; a retry of this job will run it again');
@@ -101,9 +116,22 @@ async function once<T>(host: ContextHost, key: string, fn: () => T | Promise<T>)
   });
   if (!recorded) {
     host.log.error({ event: 'effect.unrecorded', key }, 'effect ran but the lease was lost before it was recorded');
-    throw new LeaseLostError(job.id, `record of effect ${key}`);
+    throw host.leaseLost(`record of effect ${key}`);
   }
   return result;
+}
+
+/**
+ * Resolves only while the lease surely holds: not aborted, and its local expiry (less a margin)
+ * still ahead. Past it the lease may have lapsed (the process was paused, its event loop
+ * stalled) and is renewed first; lost, the attempt is aborted and this throws.
+ */
+async function confirmLease(host: ContextHost, what: string): Promise<void> {
+  host.throwIfAborted();
+  if (host.leaseSurelyHeld()) return;
+  const renewed = await host.renew();
+  host.throwIfAborted();
+  if (!renewed || !host.leaseSurelyHeld()) throw host.leaseLost(what);
 }
 
 const RECORD_RETRY_MS = [50, 200, 1_000, 3_000];

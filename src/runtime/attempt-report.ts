@@ -1,11 +1,45 @@
 /**
- * The log line of an attempt whose finish was written (or refused: the lease was lost), and the
- * outcome the worker counts. Per-job info lines are built only when info is enabled, and the
- * attempt's logger is only read for a line that is written.
+ * What an attempt's end means: the result a handler's return value, thrown error or abort
+ * stands for, and the log line of an attempt whose finish was written (or refused: the lease
+ * was lost), with the outcome the worker counts. Per-job info lines are built only when info is
+ * enabled, and the attempt's logger is only read for a line that is written.
  */
-import type { AttemptResult, Decision } from '../core/index.js';
+import type { AbortReason, AttemptResult, Decision } from '../core/index.js';
+import { PermanentFailure, errorInfo, isJobOutcome } from '../core/index.js';
 import type { FinishResult } from '../core/storage.js';
 import type { Logger } from './env.js';
+
+export const SUCCESS: AttemptResult = Object.freeze({ kind: 'success' });
+
+/** What a handler's return value means: a success, unless it is a snooze, cancel or fail outcome. */
+export function classify(v: unknown): AttemptResult {
+  if (v === undefined) return SUCCESS;
+  if (isJobOutcome(v)) {
+    if (v.kind === 'snooze') return { kind: 'snooze', delayMs: v.delayMs };
+    if (v.kind === 'cancel') return { kind: 'cancel', reason: v.reason };
+    return { kind: 'permanent', error: { code: 'PERMANENT_FAILURE', message: v.reason } };
+  }
+  return SUCCESS;
+}
+
+export function classifyError(error: unknown): AttemptResult {
+  if (error instanceof PermanentFailure) return { kind: 'permanent', error: errorInfo(error) };
+  return { kind: 'error', error };
+}
+
+/** What an abort is recorded as; null when it is not ours to record (a lost lease, a cancel). */
+export function abortResult(reason: AbortReason, job: { timeoutMs: number; maxRuntimeMs: number }): AttemptResult | null {
+  switch (reason.code) {
+    case 'TIMEOUT':
+      return { kind: 'timeout', timeoutMs: job.timeoutMs };
+    case 'MAX_RUNTIME':
+      return { kind: 'max_runtime', maxRuntimeMs: job.maxRuntimeMs };
+    case 'SHUTDOWN':
+      return { kind: 'shutdown' };
+    default:
+      return null;
+  }
+}
 
 /** Logs how a finish went; returns the attempt's outcome (a job status, 'lost', 'snoozed' or 'handed_back'). */
 export function reportFinish(host: { readonly log: Logger }, info: boolean, decision: Decision, result: AttemptResult, res: FinishResult, durationMs: number, maxAttempts: number): string {

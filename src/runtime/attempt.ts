@@ -6,21 +6,23 @@
  *
  * A job that ends without an abort runs as callbacks, not as async functions racing promises:
  * the handler's result is taken with one `then`, the finish is handed to the completer with
- * the attempt itself as the one to tell. The async frames, promises and closures of the
- * earlier shape were half of what the runtime allocated per job. The abort path (timeouts,
- * lost leases, shutdown) is rare and stays a plain async function.
+ * the attempt itself as the one to tell (allocation per job is a measured cost here). The abort
+ * path is rare and stays a plain async function (attempt-abort.ts): an aborted attempt keeps its
+ * lease until its handler has stopped.
  */
 import type { AttemptResult, Decision } from '../core/index.js';
-import { AbortReason, DEFAULT_RETRY_POLICY, PermanentFailure, decideFinish, errorInfo, isJobOutcome } from '../core/index.js';
+import { AbortReason, DEFAULT_RETRY_POLICY, LeaseLostError, PermanentFailure, decideFinish } from '../core/index.js';
 import type { ClaimedJob, FinishResult, Storage } from '../core/storage.js';
 import type { AttemptClock, Timed } from './attempt-clock.js';
 import { AttemptContext, type ContextHost } from './attempt-context.js';
+import { afterAbort } from './attempt-abort.js';
+import { SUCCESS, classify, classifyError, reportFinish } from './attempt-report.js';
 import type { Completer, FinishSink } from './completer.js';
 import type { EffectBatcher } from './effect-batcher.js';
 import type { Logger } from './env.js';
+import type { HeldLease } from './heartbeater.js';
 import type { JobDefinition } from './job-definition.js';
 import { validateWithSchema } from './job-definition.js';
-import { reportFinish } from './attempt-report.js';
 
 /** What attempts need from their worker: one object, shared by all of the worker's attempts. */
 export interface AttemptDeps {
@@ -30,20 +32,20 @@ export interface AttemptDeps {
   clock: Pick<AttemptClock, 'watch'>;
   /** renew this lease now; resolves false when it is lost (and the attempt was aborted) */
   renew: (attempt: Attempt) => Promise<boolean>;
+  /** how long before its local expiry a lease is no longer trusted for starting an effect */
+  leaseMarginMs: number;
   log: Logger;
   random: () => number;
   /** how long a handler gets to stop after its signal fires before its slot is taken back */
   abortGraceMs: number;
   /** called once per attempt, when its handler no longer needs its concurrency slot */
   slotFreed: (attempt: Attempt) => void;
-  /** called once per attempt, when it is over: its outcome (a job status, 'lost', …) written or not ours to write */
+  /** called once per attempt, when it is over: its outcome (a job status, 'lost', 'abandoned', …) written or not ours to write */
   ended: (attempt: Attempt, outcome: string) => void;
 }
 
 /** handler running → settled (its result being recorded) | aborted (the abort path records) */
 type Phase = 'running' | 'settled' | 'aborted';
-
-const SUCCESS: AttemptResult = Object.freeze({ kind: 'success' });
 
 export class Attempt implements ContextHost, Timed, FinishSink {
   readonly startedAt = Date.now();
@@ -66,8 +68,6 @@ export class Attempt implements ContextHost, Timed, FinishSink {
   #result: AttemptResult = SUCCESS;
   #decision: Decision | undefined;
   #ended = false;
-  /** local time by which the lease surely lapses unless renewed (kept by the heartbeater) */
-  expiresAt: number;
   /** Date.now() by which the handler must report progress (ctx.heartbeat) */
   #idleDeadline = 0;
   readonly #runtimeDeadline: number;
@@ -81,9 +81,10 @@ export class Attempt implements ContextHost, Timed, FinishSink {
     readonly job: ClaimedJob,
     private readonly def: JobDefinition<unknown>,
     private readonly deps: AttemptDeps,
+    /** the job's lease, renewed by the worker's heartbeater */
+    readonly lease: HeldLease,
   ) {
     this.#graceMs = deps.abortGraceMs;
-    this.expiresAt = job.lockedUntil.getTime();
     this.#runtimeDeadline = this.startedAt + job.maxRuntimeMs;
   }
 
@@ -103,14 +104,9 @@ export class Attempt implements ContextHost, Timed, FinishSink {
     return this.#controller.signal;
   }
 
-  /** why the attempt was aborted, once it was */
-  get abortReason(): AbortReason | undefined {
-    return this.#reason;
-  }
-
-  /** Past its max runtime the lease is no longer renewed, whatever the handler does. */
+  /** Past its max runtime and the abort grace the lease is no longer renewed, whatever the handler does. */
   get pastMaxRuntime(): boolean {
-    return Date.now() - this.startedAt >= this.job.maxRuntimeMs;
+    return Date.now() - this.startedAt >= this.job.maxRuntimeMs + this.#graceMs;
   }
 
   /**
@@ -141,7 +137,20 @@ export class Attempt implements ContextHost, Timed, FinishSink {
     // once the handler's result is being recorded, an abort changes nothing but the signal
     if (this.#phase !== 'running') return;
     this.#phase = 'aborted';
-    this.#afterAbort(reason).catch((e: unknown) => this.#crashed(e));
+    const view = {
+      job: this.job,
+      log: this.log,
+      graceMs: this.#graceMs,
+      handlerStops: (ms: number) => this.#handlerStops(ms),
+      freeSlot: () => this.freeSlot(),
+      record: (result: AttemptResult) =>
+        new Promise<string>((resolve) => {
+          this.#onRecorded = resolve;
+          this.#record(result);
+        }),
+      end: (outcome: string) => this.#end(outcome),
+    };
+    afterAbort(view, reason).catch((e: unknown) => this.#crashed(e));
   }
 
   /** Runs the handler; `deps.ended` hears how the attempt ended. */
@@ -177,8 +186,24 @@ export class Attempt implements ContextHost, Timed, FinishSink {
     this.#idleDeadline = Date.now() + this.job.timeoutMs;
   }
 
+  /** Throws the abort reason once the attempt was aborted. */
+  throwIfAborted(): void {
+    if (this.#reason) throw this.#reason;
+  }
+
   renew(): Promise<boolean> {
     return this.deps.renew(this);
+  }
+
+  /** Whether the lease surely holds now: its local expiry, less a margin, is still ahead. */
+  leaseSurelyHeld(): boolean {
+    return performance.now() < this.lease.expiresAt - this.deps.leaseMarginMs;
+  }
+
+  /** A call of the handler found the lease gone: the attempt is aborted (LEASE_LOST); returns the error to throw. */
+  leaseLost(what: string): LeaseLostError {
+    this.abort(new AbortReason('LEASE_LOST', `lease no longer held (${what} refused)`));
+    return new LeaseLostError(this.job.id, what);
   }
 
   succeededInTransaction(): void {
@@ -188,7 +213,7 @@ export class Attempt implements ContextHost, Timed, FinishSink {
   /** The completer wrote this attempt's finish (FinishSink). */
   finished(res: FinishResult): void {
     try {
-      this.#recorded(this.#report(res));
+      this.#recorded(reportFinish(this, this.deps.log.isLevelEnabled('info'), this.#decision as Decision, this.#result, res, Date.now() - this.startedAt, this.job.maxAttempts));
     } catch (e) {
       this.#crashed(e);
     }
@@ -221,7 +246,7 @@ export class Attempt implements ContextHost, Timed, FinishSink {
     try {
       this.#phase = 'settled';
       this.freeSlot();
-      this.#record(!ok ? classifyError(value) : value === undefined ? SUCCESS : classify(value));
+      this.#record(ok ? classify(value) : classifyError(value));
     } catch (e) {
       this.#crashed(e);
     }
@@ -247,41 +272,17 @@ export class Attempt implements ContextHost, Timed, FinishSink {
     else this.#end(outcome);
   }
 
-  /** Logs how the finish went; returns the attempt's outcome. */
-  #report(res: FinishResult): string {
-    return reportFinish(this, this.deps.log.isLevelEnabled('info'), this.#decision as Decision, this.#result, res, Date.now() - this.startedAt, this.job.maxAttempts);
-  }
-
-  /**
-   * Aborted while the handler ran: record why (a lost lease or a cancel is not ours to record),
-   * then give the handler a grace period to notice its signal; past it the slot is taken back
-   * and whatever it does later is void.
-   */
-  async #afterAbort(reason: AbortReason): Promise<void> {
-    const result: AttemptResult | null =
-      reason.code === 'TIMEOUT' ? { kind: 'timeout', timeoutMs: this.job.timeoutMs }
-      : reason.code === 'MAX_RUNTIME' ? { kind: 'max_runtime', maxRuntimeMs: this.job.maxRuntimeMs }
-      : reason.code === 'SHUTDOWN' ? { kind: 'shutdown' }
-      : null;
-    let outcome = 'lost';
-    if (result) {
-      outcome = await new Promise<string>((resolve) => {
-        this.#onRecorded = resolve;
-        this.#record(result);
-      });
-    } else {
-      this.log.warn({ event: reason.code === 'CANCELLED' ? 'job.cancelled' : 'job.lease_lost' }, reason.message);
-    }
-    const late = await new Promise<'stopped' | 'ignored'>((resolve) => {
-      if (this.#handlerDone) return resolve('stopped');
-      this.#onHandlerDone = () => resolve('stopped');
-      setTimeout(() => resolve('ignored'), this.#graceMs).unref();
+  /** Whether the handler has settled within `ms` (Infinity: whenever it does). */
+  #handlerStops(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      if (this.#handlerDone) return resolve(true);
+      const timer = ms === Infinity ? undefined : setTimeout(() => resolve(false), ms);
+      timer?.unref();
+      this.#onHandlerDone = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
     });
-    if (late === 'ignored') {
-      this.log.warn({ event: 'job.abandoned', graceMs: this.#graceMs }, 'handler ignored its abort signal; slot freed, its late result will be discarded');
-    }
-    this.freeSlot();
-    this.#end(outcome);
   }
 
   #crashed(e: unknown): void {
@@ -296,19 +297,4 @@ export class Attempt implements ContextHost, Timed, FinishSink {
     this.freeSlot();
     this.deps.ended(this, outcome);
   }
-}
-
-/** What a handler's return value means: a success, unless it is a snooze, cancel or fail outcome. */
-function classify(v: unknown): AttemptResult {
-  if (isJobOutcome(v)) {
-    if (v.kind === 'snooze') return { kind: 'snooze', delayMs: v.delayMs };
-    if (v.kind === 'cancel') return { kind: 'cancel', reason: v.reason };
-    return { kind: 'permanent', error: { code: 'PERMANENT_FAILURE', message: v.reason } };
-  }
-  return SUCCESS;
-}
-
-function classifyError(error: unknown): AttemptResult {
-  if (error instanceof PermanentFailure) return { kind: 'permanent', error: errorInfo(error) };
-  return { kind: 'error', error };
 }

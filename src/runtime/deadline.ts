@@ -6,8 +6,13 @@
 
 /** `p`'s value if it resolves by `at` (Date.now() ms), else `late`; a rejection propagates. */
 export function resolvedBy<T, L>(p: Promise<T>, at: number, late: L): Promise<T | L> {
+  return resolvedWithin(p, at - Date.now(), late);
+}
+
+/** `p`'s value if it resolves within `ms`, else `late`; a rejection propagates. */
+export function resolvedWithin<T, L>(p: Promise<T>, ms: number, late: L): Promise<T | L> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<L>((r) => (timer = setTimeout(() => r(late), Math.max(0, at - Date.now()))));
+  const timeout = new Promise<L>((r) => (timer = setTimeout(() => r(late), Math.max(0, ms))));
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 

@@ -3,20 +3,31 @@
  * A lease reported lost (taken over, cancelled, finished elsewhere) aborts its handler.
  * A lease we could not renew before it lapsed is treated as lost too: after that moment
  * another worker may legitimately hold it.
+ *
+ * Lease times are local and monotonic (performance.now()): a lease confirmed by a write sent at
+ * `t` is surely held until `t + lease`, whatever the wall clock does meanwhile.
  */
 import { AbortReason, heartbeatInterval } from '../core/index.js';
 import type { JobStatus } from '../core/status.js';
 import type { ClaimedJob, Storage } from '../core/storage.js';
-import { resolvedBy, settlesBy } from './deadline.js';
+import { resolvedWithin, settlesBy } from './deadline.js';
 import type { Logger } from './env.js';
 
 export interface HeldLease {
   job: ClaimedJob;
-  /** local time by which the lease surely lapses unless renewed */
+  /** performance.now() until which the lease is surely held: the last confirming write's send time plus the lease */
   expiresAt: number;
   /** past its max runtime: stop renewing */
   readonly pastMaxRuntime: boolean;
   abort(reason: AbortReason): void;
+}
+
+/**
+ * How long before its local expiry a lease is no longer trusted for starting an effect: the
+ * effect's own start takes time, and the database's clock may run a little ahead of ours.
+ */
+export function leaseSafetyMargin(leaseMs: number): number {
+  return Math.max(1, Math.floor(leaseMs / 10));
 }
 
 export class Heartbeater {
@@ -65,14 +76,14 @@ export class Heartbeater {
     const lost = new Set<string>();
     let pending = leases.filter((l) => !l.pastMaxRuntime);
     if (pending.length === 0) return lost;
-    const sentAt = Date.now();
+    const sentAt = performance.now();
     const call = this.storage.heartbeat({ leases: pending.map((l) => ({ id: l.job.id, leaseToken: l.job.leaseToken })), leaseMs: this.leaseMs });
     for (;;) {
       let answer: Awaited<typeof call> | 'unanswered';
       try {
         // a lease found lapsed already (the process was stopped or its event loop stalled)
         // still gets one beat's time for the database's answer: lost to whom, or renewed
-        answer = await resolvedBy(call, Math.max(earliestExpiry(pending), sentAt + this.every), 'unanswered');
+        answer = await resolvedWithin(call, Math.max(earliestExpiry(pending), sentAt + this.every) - performance.now(), 'unanswered');
       } catch (e) {
         this.#failed((e as Error).message);
         return this.#lapse(pending, lost).lost;
@@ -86,8 +97,9 @@ export class Heartbeater {
             lost.add(l.job.id);
             l.abort(lostReason(lostById.get(l.job.id) ?? null));
           } else {
-            // Count from when we sent: the database may have stamped it any time after.
-            l.expiresAt = sentAt + this.leaseMs;
+            // Count from when we sent: the database may have stamped it any time after. A later
+            // renewal (an explicit ctx.heartbeat) may have answered first: never move it back.
+            l.expiresAt = Math.max(l.expiresAt, sentAt + this.leaseMs);
           }
         }
         return lost;
@@ -107,7 +119,7 @@ export class Heartbeater {
 
   /** Aborts the leases whose local expiry has passed (adding them to `lost`); returns the rest. */
   #lapse(leases: HeldLease[], lost: Set<string>): { kept: HeldLease[]; lost: Set<string> } {
-    const now = Date.now();
+    const now = performance.now();
     const kept: HeldLease[] = [];
     for (const l of leases) {
       if (now >= l.expiresAt) {

@@ -2,7 +2,8 @@
  * The pieces of a worker's shutdown (Worker#shutdown in worker.ts runs them in order): handing a
  * job back, waiting for running jobs against the deadline, aborting the handlers still running
  * at it, and waiting a bounded time for the outcomes still being written. Plain functions over
- * what they are given.
+ * what they are given. An aborted handler that stops within the grace is handed back after it
+ * stopped; one that does not is never handed back while it runs: its lease is left to lapse.
  */
 import { AbortReason as Reason, decideFinish, DEFAULT_RETRY_POLICY } from '../core/index.js';
 import type { ClaimedJob } from '../core/storage.js';
@@ -28,23 +29,17 @@ export async function waitWhile(wake: Wakeup, busy: () => boolean, until: number
 
 /**
  * The deadline is reached: abort the handlers in `still` (they get the abort grace, at most
- * 1 s) and report whom that hands back, and the grace given (0 when none was running).
+ * 1 s, to stop; each is handed back once it did) and return the grace given (0 when none ran).
  */
-export function abortAtDeadline(still: readonly Attempt[], log: Logger, abortGraceMs: number | undefined): { handedBack: string[]; grace: number } {
-  const handedBack: string[] = [];
-  let grace = 0;
-  if (still.length > 0) {
-    log.warn(
-      { event: 'worker.deadline', stillRunning: still.map((a) => ({ jobId: a.job.id, type: a.job.type, runningMs: Date.now() - a.startedAt })) },
-      'shutdown deadline reached: aborting running jobs and handing them back',
-    );
-    grace = Math.min(abortGraceMs ?? 5_000, 1_000);
-    for (const a of still) {
-      handedBack.push(a.job.id);
-      a.abort(new Reason('SHUTDOWN', 'worker shutting down'), grace);
-    }
-  }
-  return { handedBack, grace };
+export function abortAtDeadline(still: readonly Attempt[], log: Logger, abortGraceMs: number | undefined): number {
+  if (still.length === 0) return 0;
+  log.warn(
+    { event: 'worker.deadline', stillRunning: still.map((a) => ({ jobId: a.job.id, type: a.job.type, runningMs: Date.now() - a.startedAt })) },
+    'shutdown deadline reached: aborting running jobs; each is handed back once its handler stopped',
+  );
+  const grace = Math.min(abortGraceMs ?? 5_000, 1_000);
+  for (const a of still) a.abort(new Reason('SHUTDOWN', 'worker shutting down'), grace);
+  return grace;
 }
 
 /**

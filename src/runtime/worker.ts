@@ -1,28 +1,26 @@
 /**
  * The worker pool: claims due jobs in batches into a small local buffer, runs up to
- * `concurrency` of them at once, keeps their leases alive, and shuts down against a deadline.
- * It composes the heartbeater, the completer and the sweeper; each does one thing.
+ * `concurrency` of them at once (worker-slots.ts), keeps their leases alive, and shuts down
+ * against a deadline. It composes the heartbeater, the completer and the sweeper; each does
+ * one thing. Every lease it holds is one object from claim to the attempt's end
+ * (worker-leases.ts), so a renewal's answer or a cancel reaches the job wherever it is.
  */
-import { AbortReason as Reason, ValidationError, nextAvgRunMs } from '../core/index.js';
+import { AbortReason as Reason, ValidationError } from '../core/index.js';
 import type { ClaimedJob, Storage } from '../core/storage.js';
-import { Attempt, type AttemptDeps } from './attempt.js';
-import { AttemptClock } from './attempt-clock.js';
 import { Completer } from './completer.js';
-import { EffectBatcher } from './effect-batcher.js';
 import { settlesBy } from './deadline.js';
 import type { Logger } from './env.js';
 import { LocalBus, defaultLogger, newWorkerId } from './env.js';
-import type { HeldLease } from './heartbeater.js';
 import { Heartbeater } from './heartbeater.js';
-import { bufferedLease, type Buffered } from './worker-buffer.js';
+import { type JobLease, LeaseBook } from './worker-leases.js';
 import { ClaimBackoff, claimBudget, claimWaitMs, yieldTurn } from './worker-claim.js';
 import { sweeperSettings, workerSettings } from './worker-settings.js';
 import { abortAtDeadline, awaitOutcomes, handBack, waitWhile } from './worker-shutdown.js';
+import { Slots } from './worker-slots.js';
 import { JobRegistry } from './job-definition.js';
 import { Sweeper } from './sweeper.js';
 import { Wakeup } from './wakeup.js';
 import type { DrainReport, StopReport, WorkerOptions } from './worker-options.js';
-import type { Lock } from './locks.js';
 import { Scheduler } from './scheduler.js';
 import { TypeCaps } from './type-cap.js';
 import { VERSION } from './version.js';
@@ -37,10 +35,6 @@ export class Worker {
   readonly #concurrency: number;
   /** the bufferSize option, or null for the automatic, time-based size */
   readonly #fixedBuffer: number | null;
-  /** moving average of handler run time in ms (null until a job ran) */
-  #avgRunMs: number | null = null;
-  /** jobs whose handler holds a concurrency slot (their finish may still be in flight after) */
-  #executing = 0;
   /** whether per-job info lines are wanted (skips building them when not) */
   readonly #logInfo: boolean;
   readonly #queues: readonly string[] | null;
@@ -49,24 +43,19 @@ export class Worker {
   readonly #opts: WorkerOptions;
   readonly #random: () => number;
   readonly #completer: Completer;
-  /** the time limits of the running attempts: one timer for all */
-  readonly #clock = new AttemptClock(() => this.#running.values());
+  /** every lease held, from claim until its attempt is over; the local buffer of jobs not started */
+  readonly #leases: LeaseBook;
   readonly #heartbeater: Heartbeater;
   readonly #sweeper: Sweeper | null;
   readonly #scheduler: Scheduler | null;
-  readonly #caps: TypeCaps;
-  /** capped jobs waiting for a slot of their type's semaphore: they hold a concurrency slot */
-  #admitting = 0;
+  readonly #slots: Slots;
   readonly #wake = new Wakeup();
-  readonly #buffer: Buffered[] = [];
-  readonly #running = new Map<string, Attempt>();
   #state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   #loop: Promise<void> | null = null;
   #exitWhenIdle = false;
   #unsubscribe: (() => Promise<void>) | undefined;
-  #outcomes: Record<string, number> = {};
   readonly #onEnqueued = () => this.#wake.wake();
-  readonly #onCancelled = (e: Event) => this.#running.get((e as CustomEvent<string>).detail)?.abort(new Reason('CANCELLED', 'job was cancelled by an operator'));
+  readonly #onCancelled = (e: Event) => this.#leases.get((e as CustomEvent<string>).detail)?.abort(new Reason('CANCELLED', 'job was cancelled by an operator'));
 
   constructor(opts: WorkerOptions) {
     this.#opts = opts;
@@ -78,13 +67,19 @@ export class Worker {
     this.log = (opts.logger ?? defaultLogger()).child({ workerId: this.id });
     this.#logInfo = this.log.isLevelEnabled('info');
     this.#completer = new Completer(this.#storage, this.log);
-    this.#heartbeater = new Heartbeater(this.#storage, this.#leaseMs, () => this.#held(), this.log, () => this.#storage.heartbeatWorker(this.id));
+    this.#leases = new LeaseBook(this.log);
+    this.#heartbeater = new Heartbeater(this.#storage, this.#leaseMs, () => this.#leases.renewable(), this.log, () => this.#storage.heartbeatWorker(this.id));
     this.#sweeper = opts.sweeper === false ? null : new Sweeper(this.#storage, this.registry, this.log, this.#random, sweeperSettings(opts, this.#leaseMs));
     this.#scheduler =
       opts.scheduler === false
         ? null
         : new Scheduler({ storage: this.#storage, registry: this.registry, ...(opts.schedules ? { schedules: opts.schedules } : {}), intervalMs: opts.schedulerIntervalMs ?? 1_000, logger: this.log, random: this.#random });
-    this.#caps = new TypeCaps(this.#storage, this.id, this.#leaseMs, (p) => this.#completer.finish(p), this.log, this.#random);
+    const caps = new TypeCaps(this.#storage, this.id, this.#leaseMs, (p) => this.#completer.finish(p), this.log, this.#random);
+    this.#slots = new Slots({
+      storage: this.#storage, completer: this.#completer, leases: this.#leases, registry: this.registry, caps, heartbeater: this.#heartbeater,
+      log: this.log, random: this.#random, concurrency: this.#concurrency, leaseMs: this.#leaseMs, abortGraceMs: opts.abortGraceMs ?? 5_000,
+      wake: this.#wake, accepting: () => this.#state === 'running', handBack: (lease) => this.#handBack(lease),
+    });
   }
 
   get state(): string {
@@ -93,7 +88,7 @@ export class Worker {
 
   /** Jobs held by this worker right now (running + buffered). */
   get inFlight(): number {
-    return this.#running.size + this.#buffer.length + this.#admitting;
+    return this.#slots.running.size + this.#leases.buffered + this.#slots.admitting;
   }
 
   async start(): Promise<void> {
@@ -133,8 +128,9 @@ export class Worker {
     const which = await Promise.race([this.#loop?.then(() => 'idle' as const), deadline]);
     clearTimeout(timer);
     await this.stop({ deadlineMs: Math.max(0, until - Date.now()) });
-    const processed = Object.values(this.#outcomes).reduce((a, b) => a + b, 0);
-    return { processed, outcomes: { ...this.#outcomes }, timedOut: which === 'deadline' };
+    const outcomes = this.#slots.outcomes;
+    const processed = Object.values(outcomes).reduce((a, b) => a + b, 0);
+    return { processed, outcomes: { ...outcomes }, timedOut: which === 'deadline' };
   }
 
   /**
@@ -161,6 +157,10 @@ export class Worker {
 
   async #shutdown(deadlineMs: number): Promise<void> {
     const until = Date.now() + deadlineMs;
+    // nothing starts after stop(): the buffered jobs go back at once, written through the
+    // completer and waited for with the other outcomes below
+    const unstarted = this.#leases.takeBuffer();
+    const handBacks = Promise.all(unstarted.map((lease) => this.#handBack(lease)));
     const bus = LocalBus.for(this.#storage);
     bus.removeEventListener('enqueued', this.#onEnqueued);
     // a scheduler tick or an UNLISTEN that does not answer is not waited for past the deadline
@@ -168,36 +168,32 @@ export class Worker {
     this.#wake.wake();
     // a claim still out at the deadline is not waited for: what it brings back is handed back
     await settlesBy(this.#loop ?? Promise.resolve(), until);
-    const unstarted = this.#buffer.splice(0).map((b) => b.job);
-    // written through the completer, waited for with the other outcomes below
-    const handBacks = Promise.all(unstarted.map((job) => this.#handBack(job)));
-    if (this.#running.size > 0) {
-      this.log.info({ event: 'worker.draining', running: [...this.#running.keys()], deadlineMs }, 'stopping: waiting for running jobs');
+    const { running } = this.#slots;
+    if (running.size > 0) {
+      this.log.info({ event: 'worker.draining', running: [...running.keys()], deadlineMs }, 'stopping: waiting for running jobs');
     }
-    await waitWhile(this.#wake, () => this.#running.size > 0 || this.#admitting > 0, until);
-    // only handlers still running are aborted; a job whose finish is being written just lands
-    const still = [...this.#running.values()].filter((a) => a.holdsSlot);
-    const { handedBack, grace } = abortAtDeadline(still, this.log, this.#opts.abortGraceMs);
+    await waitWhile(this.#wake, () => running.size > 0 || this.#slots.admitting > 0, until);
+    // only handlers still running are aborted (a job whose finish is being written just lands);
+    // they stop, their leases still held and renewed, before they are handed back
+    const grace = abortAtDeadline([...running.values()].filter((a) => a.holdsSlot), this.log, this.#opts.abortGraceMs);
     // the outcomes still being written get a bounded allowance (the completer is asked once the running jobs landed)
-    const writesUntil = await awaitOutcomes(this.#wake, this.#running, () => Promise.all([handBacks, this.#completer.idle()]), grace, this.log);
+    const writesUntil = await awaitOutcomes(this.#wake, running, () => Promise.all([handBacks, this.#completer.idle()]), grace, this.log);
     bus.removeEventListener('cancelled', this.#onCancelled);
     this.#heartbeater.stop();
-    this.#clock.stop();
+    this.#slots.clock.stop();
     this.#sweeper?.stop();
     // within the same allowance (a worker row left behind is removed by a sweeper once silent)
     await settlesBy(this.#storage.removeWorker(this.id).catch(() => {}), writesUntil);
     this.#state = 'stopped';
-    this.#stopReport = { handedBack, unstarted: [...unstarted.map((j) => j.id), ...this.#lateUnstarted] };
-    this.log.info({ event: 'worker.stopped', handedBack, unstarted: this.#stopReport.unstarted }, 'worker stopped');
+    const { handed_back: handedBack, abandoned } = this.#slots.ended;
+    this.#stopReport = { handedBack, unstarted: [...unstarted.map((l) => l.job.id), ...this.#lateUnstarted] };
+    this.log.info({ event: 'worker.stopped', handedBack, unstarted: this.#stopReport.unstarted, abandoned }, 'worker stopped');
   }
 
-  #handBack(job: ClaimedJob): Promise<void> {
-    return handBack(this.#completer, job, this.#random);
-  }
-
-  *#held(): Iterable<HeldLease> {
-    yield* this.#buffer;
-    yield* this.#running.values();
+  /** Give a claimed job back (due now, attempt not counted); its lease is renewed until that is written. */
+  async #handBack(lease: JobLease): Promise<void> {
+    await handBack(this.#completer, lease.job, this.#random);
+    this.#leases.release(lease);
   }
 
   async #claimLoop(): Promise<void> {
@@ -214,19 +210,20 @@ export class Worker {
         limit = this.#state === 'running' ? this.#claimLimit() : 0;
       }
       if (limit > 0) {
-        const sentAt = Date.now();
+        // the lease is surely ours until the lease length after the claim was sent
+        const sentAt = performance.now();
         try {
           const jobs = await this.#storage.claimJobs({ workerId: this.id, types: this.registry.types, queues: this.#queues, limit, leaseMs: this.#leaseMs });
           if (this.#state !== 'running') {
             // stop() began while this claim was out (it may have stopped waiting for it): none
             // of these start; they go straight back, due now, the attempt not counted
             for (const job of jobs) this.#lateUnstarted.push(job.id);
-            await Promise.all(jobs.map((job) => this.#handBack(job)));
+            await Promise.all(jobs.map((job) => handBack(this.#completer, job, this.#random)));
             return;
           }
           backoff.succeeded();
           for (const job of jobs) this.#accept(job, sentAt + this.#leaseMs);
-          this.#dispatch();
+          this.#slots.dispatch();
           full = jobs.length === limit;
           if (jobs.length === 0 && this.#exitWhenIdle && this.inFlight === 0) return;
         } catch (e) {
@@ -242,84 +239,12 @@ export class Worker {
 
   /** How many jobs to claim now (0: not yet): see worker-claim.ts. */
   #claimLimit(): number {
-    return claimBudget({
-      concurrency: this.#concurrency, fixedBuffer: this.#fixedBuffer, avgRunMs: this.#avgRunMs,
-      running: this.#running.size, executing: this.#executing, admitting: this.#admitting, buffered: this.#buffer.length,
-    });
+    const { avgRunMs, running, executing, admitting } = this.#slots;
+    return claimBudget({ concurrency: this.#concurrency, fixedBuffer: this.#fixedBuffer, avgRunMs, running: running.size, executing, admitting, buffered: this.#leases.buffered });
   }
 
   #accept(job: ClaimedJob, expiresAt: number): void {
     if (this.#logInfo) this.log.info({ event: 'job.claimed', jobId: job.id, type: job.type, attempt: job.attempts, queue: job.queue }, 'job claimed');
-    this.#buffer.push(bufferedLease(job, expiresAt, this.#buffer, this.log));
-  }
-
-  #dispatch(): void {
-    while (this.#executing + this.#admitting < this.#concurrency && this.#buffer.length > 0 && this.#state !== 'stopped') {
-      const entry = this.#buffer.shift() as Buffered;
-      const def = this.registry.get(entry.job.type);
-      if (!def) continue; // cannot happen: we only claim registered types
-      const cap = def.globalConcurrency;
-      if (cap === undefined) {
-        this.#launch(entry, def, null);
-        continue;
-      }
-      // over its type's cluster-wide cap the job goes back to the queue (attempt not counted)
-      this.#admitting++;
-      void this.#caps.admit(entry.job, cap).then((lock) => {
-        this.#admitting--;
-        if (lock && this.#state === 'running') this.#launch(entry, def, lock);
-        else if (lock) void this.#caps.keep(lock, () => {})().then(() => this.#handBack(entry.job));
-        this.#wake.wake();
-        this.#dispatch();
-      });
-    }
-  }
-
-  /** What every attempt of this worker shares (made once: per job it was a closure apiece). */
-  #attemptDeps: AttemptDeps | undefined;
-  /** the type-cap slots of running capped jobs: given back when the attempt ends */
-  readonly #capSlots = new Map<Attempt, () => Promise<void>>();
-
-  #launch(entry: Buffered, def: NonNullable<ReturnType<JobRegistry['get']>>, lock: Lock | null): void {
-    const attempt = new Attempt(entry.job, def, (this.#attemptDeps ??= {
-      storage: this.#storage,
-      effects: new EffectBatcher(this.#storage),
-      completer: this.#completer,
-      clock: this.#clock,
-      renew: async (a) => !(await this.#heartbeater.beat([a])).has(a.job.id),
-      log: this.log,
-      random: this.#random,
-      abortGraceMs: this.#opts.abortGraceMs ?? 5_000,
-      slotFreed: (a) => this.#slotFreed(performance.now() - a.launchedAt),
-      ended: (a, outcome) => this.#done(a, outcome),
-    }));
-    attempt.expiresAt = entry.expiresAt;
-    this.#executing++;
-    this.#running.set(entry.job.id, attempt);
-    if (lock) this.#capSlots.set(attempt, this.#caps.keep(lock, () => attempt.abort(new Reason('LEASE_LOST', `slot of the ${entry.job.type} concurrency cap lost`))));
-    attempt.start();
-  }
-
-  /**
-   * The handler is done with its slot: the next job may start while this one's finish is
-   * still being written (its lease stays held and heartbeated until then).
-   */
-  #slotFreed(runMs: number): void {
-    this.#executing--;
-    this.#avgRunMs = nextAvgRunMs(this.#avgRunMs, runMs);
-    this.#dispatch();
-    this.#wake.wake();
-  }
-
-  #done(attempt: Attempt, outcome: string): void {
-    const release = this.#capSlots.get(attempt);
-    if (release) {
-      this.#capSlots.delete(attempt);
-      void release();
-    }
-    this.#running.delete(attempt.job.id);
-    this.#outcomes[outcome] = (this.#outcomes[outcome] ?? 0) + 1;
-    this.#dispatch();
-    this.#wake.wake();
+    this.#leases.accept(job, expiresAt);
   }
 }

@@ -1,7 +1,9 @@
 /**
  * Shutdown is a deadline (DESIGN §2.9): on SIGTERM the worker stops claiming, waits for running
- * jobs until --shutdown-deadline, then aborts them and hands their leases back — due now, the
- * attempt not counted — logs what was still running, and exits. A second signal exits at once.
+ * jobs until --shutdown-deadline, then aborts them and hands their leases back once their
+ * handlers stopped — due now, the attempt not counted — logs what was still running, and exits.
+ * A handler that ignores its signal is never handed back: its lease lapses. A second signal
+ * exits at once.
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -66,19 +68,36 @@ describe('process: SIGTERM with a job longer than the shutdown deadline', () => 
     }
   });
 
-  it('also exits in time when the handler ignores its abort signal', { timeout: 60_000 }, async () => {
+  it('also exits in time when the handler ignores its abort signal; that job is not handed back but left to lapse, and runs again after its lease', { timeout: 60_000 }, async () => {
     const sb = await Sandbox.create();
     try {
-      const { w, jobId } = await startLongJob(sb, { sleepMs: 10_000, ignoreSignal: true }, '1s');
+      const { w, jobId } = await startLongJob(sb, { sleepMs: 10_000, sleepAttempts: 1, ignoreSignal: true }, '1s');
       const sentAt = Date.now();
       w.signal('SIGTERM');
       const exit = await w.waitExit(15_000);
       const tookMs = exit.at - sentAt;
       assert.equal(exit.code, 0, w.tail());
       assert.ok(tookMs <= DEADLINE_MS + MARGIN_MS, `exited ${tookMs} ms after SIGTERM; deadline ${DEADLINE_MS} ms + margin ${MARGIN_MS} ms`);
-      await assertHandedBack(sb, w, jobId);
       await w.waitFor((l) => l.event === 'job.abandoned' && l.jobId === jobId);
+      const stopped = await w.waitFor('worker.stopped');
+      assert.deepEqual(stopped.handedBack, [], 'its handler was still running: not handed back');
+      assert.deepEqual(stopped.abandoned, [jobId]);
+      // the lease was left to lapse: the job is still held by the exited worker
+      const held = await sb.storage.getJob(jobId);
+      assert.equal(held?.status, 'running');
+      assert.equal(held?.lockedBy, w.workerId);
       assert.equal(sb.outboxLines().length, 0, 'the late handler never got to send');
+      // another worker's sweeper rescues it after the lease, and runs it
+      const b = await sb.worker();
+      await b.waitFor((l) => l.event === 'job.succeeded' && l.jobId === jobId);
+      const attempts = await sb.storage.listAttempts(jobId);
+      assert.deepEqual(attempts.map((a) => [a.attempt, a.workerId, a.outcome]), [
+        [1, w.workerId, 'lease_expired'],
+        [2, b.workerId, 'succeeded'],
+      ]);
+      assert.equal(sb.outboxLines().length, 1);
+      b.signal('SIGTERM');
+      assert.equal((await b.waitExit()).code, 0);
     } finally {
       await killAll();
       await sb.close();

@@ -1,7 +1,8 @@
 /**
  * Bounds on one attempt: the inactivity timeout (reset by ctx.heartbeat), the max runtime
- * (heartbeats or not), and a handler that ignores its abort signal (recorded as timed out,
- * slot freed after the grace period with a warning, late result discarded).
+ * (heartbeats or not), and a handler that ignores its abort signal (slot freed after the grace
+ * period with a warning, the lease kept until it returns, then recorded as timed out, late
+ * result discarded).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -184,7 +185,8 @@ describe('a handler that ignores its abort signal (memory)', () => {
   });
   after(() => h.close());
 
-  test('recorded as timed out, slot freed after abortGraceMs with job.abandoned, late result discarded', async () => {
+  test('slot freed after abortGraceMs with job.abandoned; the lease is kept until the handler returns, then the attempt is recorded as timed out, late result discarded', async () => {
+    const late = deferred();
     let lateReturned = false;
     let secondRanWhileFirstStillRunning: boolean | undefined;
     const { client, worker } = await h.serve(
@@ -194,7 +196,7 @@ describe('a handler that ignores its abort signal (memory)', () => {
           timeoutMs: 150,
           maxAttempts: 1,
           handler: async () => {
-            await sleep(1_500); // never looks at ctx.signal
+            await late.promise; // never looks at ctx.signal
             lateReturned = true;
             return 'late success';
           },
@@ -212,26 +214,28 @@ describe('a handler that ignores its abort signal (memory)', () => {
     await h.waitStatus(deaf.id, 'running');
     const next = await client.enqueue('next', {});
 
-    // Timed out at ~150 ms and recorded at once, while the handler is still sleeping.
-    const dead = await h.waitStatus(deaf.id, 'dead', 3_000);
-    assert.equal(lateReturned, false);
-    assert.equal(dead.lastErrorCode, 'TIMEOUT');
+    // Timed out at ~150 ms; past the grace its slot is freed while the handler still runs.
     const abandoned = await h.waitEvent('job.abandoned', deaf.id, 3_000);
     assert.equal(abandoned.level, 40, 'a warning');
     assert.equal(abandoned.graceMs, 250);
+    assert.equal(abandoned.leaseKept, true);
 
     // The only slot is free again: the second job runs before the first handler returns.
     await h.waitStatus(next.id, 'succeeded', 3_000);
     assert.equal(secondRanWhileFirstStillRunning, true);
+    // ...while the first job stays held by its attempt: nothing is written while its handler runs
+    const held = await h.client.getJob(deaf.id);
+    assert.equal(held.status, 'running');
+    assert.equal(held.lockedBy, worker.id);
 
-    // The late success changes nothing.
-    await waitFor(() => lateReturned, 3_000, 'the deaf handler to return');
-    await sleep(100);
-    const after = await h.client.getJob(deaf.id);
-    assert.equal(after.status, 'dead');
+    // Once it returns, the attempt is recorded as timed out; the late success changes nothing.
+    late.resolve();
+    const dead = await h.waitStatus(deaf.id, 'dead', 3_000);
+    assert.equal(lateReturned, true);
+    assert.equal(dead.lastErrorCode, 'TIMEOUT');
     const attempts = await h.client.listAttempts(deaf.id);
     assert.deepEqual(attempts.map((a) => a.outcome), ['timed_out']);
     assert.equal(h.log.count('job.succeeded', deaf.id), 0);
-    assert.equal(worker.inFlight, 0);
+    await waitFor(() => worker.inFlight === 0, 3_000, 'the attempt to end');
   });
 });
