@@ -9,7 +9,8 @@
  * - at shutdown (and for a lost lease) nothing is written: the job is not handed back while its
  *   handler runs; its lease is left to lapse and the sweeper runs the job again;
  * - on a timeout or the max runtime the lease is kept (renewed until the max runtime plus the
- *   grace) and the outcome written when the handler stops; its late result is discarded.
+ *   grace) and the outcome written when the handler stops, its late result discarded; if the
+ *   worker stops first, the lease is left to lapse as at shutdown.
  */
 import type { AbortReason, AttemptResult } from '../core/index.js';
 import type { ClaimedJob } from '../core/storage.js';
@@ -22,7 +23,7 @@ export interface Aborted {
   readonly log: Logger;
   /** how long the handler gets to stop */
   readonly graceMs: number;
-  /** whether the handler has settled within `ms` (Infinity: whenever it does) */
+  /** whether the handler has settled within `ms` (Infinity: whenever it does, unless the worker stops waiting) */
   handlerStops(ms: number): Promise<boolean>;
   freeSlot(): void;
   /** write this result as the attempt's finish; resolves to its outcome */
@@ -43,7 +44,8 @@ export async function afterAbort(a: Aborted, reason: AbortReason): Promise<void>
       lapse ? 'handler ignored its abort signal; slot freed, its lease is left to lapse' : 'handler ignored its abort signal; slot freed, the lease is kept until it stops',
     );
     if (lapse) return a.end(result ? 'abandoned' : 'lost');
-    await a.handlerStops(Infinity);
+    // no longer waited for once the worker stops: then its lease is left to lapse
+    if (!(await a.handlerStops(Infinity))) return a.end('abandoned');
   }
   a.end(result ? await a.record(result) : 'lost');
 }

@@ -1,7 +1,6 @@
 /**
- * One attempt of one claimed job: builds the handler's context, enforces the inactivity
- * timeout and the max runtime, turns whatever happened into a decision, and writes it as one
- * fenced finish. `slotFreed` fires as soon as the handler is done with its slot (the next job
+ * One attempt of one claimed job: builds the handler's context, enforces the inactivity timeout
+ * and the max runtime, turns whatever happened into a decision, and writes it as one fenced finish. `slotFreed` fires as soon as the handler is done with its slot (the next job
  * may start); `ended` once the outcome is written and the lease released.
  *
  * A job that ends without an abort runs as callbacks, not as async functions racing promises:
@@ -61,8 +60,9 @@ export class Attempt implements ContextHost, Timed, FinishSink {
   #phase: Phase = 'running';
   /** the handler's promise settled (whatever the phase) */
   #handlerDone = false;
-  /** the abort path waits for a late handler: told when it settles */
+  /** the abort path waits for a late handler: told when it settles, or when it is no longer waited for */
   #onHandlerDone: (() => void) | undefined;
+  #stopWaiting: (() => void) | undefined;
   /** the abort path waits for its outcome to be written: told instead of `ended` */
   #onRecorded: ((outcome: string) => void) | undefined;
   #result: AttemptResult = SUCCESS;
@@ -137,19 +137,9 @@ export class Attempt implements ContextHost, Timed, FinishSink {
     // once the handler's result is being recorded, an abort changes nothing but the signal
     if (this.#phase !== 'running') return;
     this.#phase = 'aborted';
-    const view = {
-      job: this.job,
-      log: this.log,
-      graceMs: this.#graceMs,
-      handlerStops: (ms: number) => this.#handlerStops(ms),
-      freeSlot: () => this.freeSlot(),
-      record: (result: AttemptResult) =>
-        new Promise<string>((resolve) => {
-          this.#onRecorded = resolve;
-          this.#record(result);
-        }),
-      end: (outcome: string) => this.#end(outcome),
-    };
+    const { job, log } = this;
+    const record = (result: AttemptResult) => new Promise<string>((resolve) => ((this.#onRecorded = resolve), this.#record(result)));
+    const view = { job, log, graceMs: this.#graceMs, record, handlerStops: (ms: number) => this.#handlerStops(ms), freeSlot: () => this.freeSlot(), end: (outcome: string) => this.#end(outcome) };
     afterAbort(view, reason).catch((e: unknown) => this.#crashed(e));
   }
 
@@ -278,11 +268,14 @@ export class Attempt implements ContextHost, Timed, FinishSink {
       if (this.#handlerDone) return resolve(true);
       const timer = ms === Infinity ? undefined : setTimeout(() => resolve(false), ms);
       timer?.unref();
-      this.#onHandlerDone = () => {
-        clearTimeout(timer);
-        resolve(true);
-      };
+      this.#onHandlerDone = () => (clearTimeout(timer), resolve(true));
+      this.#stopWaiting = () => (clearTimeout(timer), resolve(false));
     });
+  }
+
+  /** Shutdown: a handler that ignored its abort is no longer waited for; its lease is left to lapse. */
+  leaveToLapse(): void {
+    this.#stopWaiting?.();
   }
 
   #crashed(e: unknown): void {

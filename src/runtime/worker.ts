@@ -174,8 +174,10 @@ export class Worker {
     }
     await waitWhile(this.#wake, () => running.size > 0 || this.#slots.admitting > 0, until);
     // only handlers still running are aborted (a job whose finish is being written just lands);
-    // they stop, their leases still held and renewed, before they are handed back
+    // they stop, their leases still held and renewed, before they are handed back. One that
+    // ignored an earlier abort (a timeout) is waited for no longer: its lease is left to lapse
     const grace = abortAtDeadline([...running.values()].filter((a) => a.holdsSlot), this.log, this.#opts.abortGraceMs);
+    for (const a of running.values()) if (!a.holdsSlot) a.leaveToLapse();
     // the outcomes still being written get a bounded allowance (the completer is asked once the running jobs landed)
     const writesUntil = await awaitOutcomes(this.#wake, running, () => Promise.all([handBacks, this.#completer.idle()]), grace, this.log);
     bus.removeEventListener('cancelled', this.#onCancelled);

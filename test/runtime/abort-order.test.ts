@@ -3,7 +3,7 @@
  * shutdown deadline, the handler is aborted and given its grace while the lease is still held
  * (and renewed); only then is the outcome written. A handler that does not stop within the
  * grace keeps the lease (its outcome is written when it settles), and at shutdown its job is
- * not handed back: its lease is left to lapse. So the next attempt never starts, and never
+ * not handed back, nor waited for past the deadline: its lease is left to lapse. So the next attempt never starts, and never
  * takes over an effect's reservation, while this one's handler still runs.
  */
 import assert from 'node:assert/strict';
@@ -74,6 +74,24 @@ for (const kind of ['memory', 'sqlite'] as const) {
       assert.equal(row.status, 'running', 'the lease is kept, to lapse');
       assert.equal(row.lockedBy, worker.id);
       assert.equal(h.log.count('job.abandoned', job.id), 1);
+      release.resolve();
+    });
+
+    test('shutdown: a timed-out handler still running (its slot freed, its lease kept) is not waited for past the deadline; its lease is left to lapse', async () => {
+      const release = deferred();
+      const def = defineJob({ type: 'deaf-timeout-at-stop', timeoutMs: 100, handler: () => release.promise });
+      const { client, worker } = await h.serve([def], { concurrency: 1, abortGraceMs: 100 });
+      const job = await client.enqueue(def.type, {});
+      await h.waitEvent('job.abandoned', job.id);
+      const report = await worker.stop({ deadlineMs: 50 });
+      const unwritten = h.log.events('worker.outcomes_unwritten').filter((e) => (e.jobs as string[]).includes(job.id));
+      assert.deepEqual(unwritten, [], 'not reported as an outcome the database did not take');
+      assert.deepEqual(report.handedBack, []);
+      const stopped = h.log.events('worker.stopped').at(-1);
+      assert.deepEqual(stopped?.abandoned, [job.id]);
+      const row = await h.job(job.id);
+      assert.equal(row.status, 'running', 'the lease is left to lapse');
+      assert.equal(row.lockedBy, worker.id);
       release.resolve();
     });
 
