@@ -2,8 +2,8 @@
  * What a chaos run left behind, judged: lost and stuck jobs, jobs that ran under two valid
  * leases at once (from the attempt history), attempts missing from the history, and every
  * effect run more than once (from the external ledger), split into the documented window —
- * the process that ran `fn` was SIGKILLed or stopped after it, before its record landed, and
- * its attempt was then rescued — and anything else.
+ * after `fn` started and before its record landed, its process was SIGKILLed or stopped, or the
+ * server restarted, and its attempt was then rescued — and anything else.
  */
 import type { AttemptRow, JobRow } from '../../src/core/index.js';
 import { isTerminal } from '../../src/core/index.js';
@@ -74,22 +74,31 @@ function historyProblems(job: JobRow, attempts: AttemptRow[]): { overlap: string
     const cur = sorted[i]!;
     if (!prev.finishedAt || prev.finishedAt.getTime() > cur.startedAt.getTime()) overlap = `attempt ${prev.attempt} (until ${iso(prev.finishedAt)}) overlaps attempt ${cur.attempt} (from ${iso(cur.startedAt)})`;
   }
-  // handed_back and snoozed attempts give their count back
+  // handed_back and snoozed attempts give their count back; a running attempt's row is written when it ends
   const counted = attempts.filter((a) => a.outcome !== 'handed_back' && a.outcome !== 'snoozed').length;
+  const expected = job.status === 'running' ? job.attempts - 1 : job.attempts;
   const open = attempts.filter((a) => !a.finishedAt).length;
-  const history = counted !== job.attempts ? `${counted} counted attempt rows for ${job.attempts} attempts` : open > 0 && job.status !== 'running' ? `${open} attempt(s) never closed` : null;
+  const history = counted !== expected ? `${counted} counted attempt rows for ${job.attempts} attempts (${job.status})` : open > 0 ? `${open} attempt(s) never closed` : null;
   return { overlap, history };
 }
 
 /**
- * Is this extra run of `fn` in the documented window? Its attempt was rescued (lease_expired)
- * and its process was SIGKILLed or stopped after `fn` was entered and before that rescue.
+ * Is this extra run of `fn` in the documented window? Its attempt's record never landed: the
+ * attempt was rescued (lease_expired), and between `fn`'s start and that rescue its process was
+ * SIGKILLed or stopped, or the server was restarted (cut off until the lease lapsed). Resolves
+ * to what happened and how long after `fn` started, or null.
  */
-function inWindow(e: LedgerEntry, attempt: AttemptRow | undefined, events: ChaosEvent[], pidOf: Map<string, number>): ChaosEvent | null {
+function inWindow(e: LedgerEntry, attempt: AttemptRow | undefined, events: ChaosEvent[], pidOf: Map<string, number>): { cause: string; gap: number } | null {
   if (!attempt || attempt.outcome !== 'lease_expired' || !attempt.finishedAt || pidOf.get(attempt.workerId) !== e.pid) return null;
   const rescuedAt = attempt.finishedAt.getTime();
-  const ends = (ev: ChaosEvent): number[] => (ev.kind === 'kill' ? [ev.at] : ev.kind === 'zombie' ? ev.stops.map((s) => s.at) : []);
-  return events.find((ev) => 'pid' in ev && ev.pid === e.pid && ends(ev).some((at) => e.at <= at && at <= rescuedAt)) ?? null;
+  const between = (at: number) => e.at <= at && at <= rescuedAt;
+  for (const ev of events) {
+    if (ev.kind === 'kill' && ev.pid === e.pid && between(ev.at)) return { cause: 'SIGKILLed', gap: ev.at - e.at };
+    const stop = ev.kind === 'zombie' && ev.pid === e.pid ? ev.stops.find((x) => between(x.at)) : undefined;
+    if (stop) return { cause: 'stopped', gap: stop.at - e.at };
+    if (ev.kind === 'restart' && between(ev.at)) return { cause: 'cut off by the server restart', gap: ev.at - e.at };
+  }
+  return null;
 }
 
 export function audit(kind: string, out: ChaosOutcome): Audit {
@@ -161,9 +170,8 @@ export function audit(kind: string, out: ChaosOutcome): Audit {
       const why = inWindow(e, attemptByToken.get(e.token), out.events, pidOf);
       if (why) {
         f.dupDied++;
-        const gap = (why.kind === 'zombie' ? why.stops.map((s) => s.at).find((at) => at >= e.at)! : why.at) - e.at;
-        maxGap = Math.max(maxGap, gap);
-        notes.push(`${kind} job ${id}: effect ran again after pid ${e.pid} was ${why.kind === 'kill' ? 'SIGKILLed' : 'stopped'} ${gap} ms after entering fn (documented window)`);
+        maxGap = Math.max(maxGap, why.gap);
+        notes.push(`${kind} job ${id}: effect ran again: pid ${e.pid} was ${why.cause} ${why.gap} ms after entering fn, before its record landed (documented window)`);
       } else {
         f.dupOther++;
         findings.push(`DUPLICATE ${where()}; recorded run token …${(recorded ?? '-').slice(-6)}; events [${describeEvents(out.events, new Set(entries.map((x) => x.pid)))}]`);
@@ -173,7 +181,7 @@ export function audit(kind: string, out: ChaosOutcome): Audit {
   const known = new Set(out.ids);
   for (const j of out.jobs) if (!known.has(j.id)) findings.push(`UNEXPECTED ${kind} job ${j.id} (${j.type}, ${j.status}) that the run never enqueued`);
   if (out.tornLines > 0) notes.push(`${kind}: ${out.tornLines} ledger line(s) cut short by a kill`);
-  if (f.dupDied > 0) notes.push(`${kind}: longest time from entering fn to the process's death or stop, over the documented-window runs: ${maxGap} ms`);
+  if (f.dupDied > 0) notes.push(`${kind}: longest time from entering fn to the kill, stop or restart, over the documented-window runs: ${maxGap} ms`);
   for (const c of out.crashes) findings.push(`CRASH ${kind} pid ${c.pid} exited mid-run without a signal from the run (${c.exit})\n${c.tail}`);
   const badExits = out.exits.filter((x) => x.code !== 0);
   if (badExits.length > 0) notes.push(`${kind}: workers not exiting 0 on SIGTERM at the end: ${JSON.stringify(badExits)}`);
