@@ -105,10 +105,14 @@ export async function runChaos(db: ChaosDb, dir: string, s: ChaosSettings): Prom
     const anchors = t < tranches ? ANCHORS : 0;
     for (let at = from; at < to; at += ENQUEUE_BATCH) {
       const seqs = Array.from({ length: Math.min(ENQUEUE_BATCH, to - at) }, (_, k) => at + k + 1);
-      // anchors go first (priority -1), so they are held from the start of their tranche
-      const batch = await client.enqueueMany(
-        seqs.map((seq) => (seq - from <= anchors ? { type: 'chaos', payload: { seq, anchor: t }, options: { priority: -1 } } : { type: 'chaos', payload: { seq } })),
-      );
+      // anchors go first (priority -1), so they are held from the start of their tranche; the
+      // idempotency key makes a retry after a dropped connection safe
+      const items = seqs.map((seq) => ({
+        type: 'chaos',
+        payload: seq - from <= anchors ? { seq, anchor: t } : { seq },
+        options: { idempotencyKey: `chaos:${seq}`, priority: seq - from <= anchors ? -1 : 0 },
+      }));
+      const batch = await retrying('enqueue', () => client.enqueueMany(items));
       ids.push(...batch.map((j) => j.id));
     }
     return to - from - anchors;

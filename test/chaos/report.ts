@@ -28,7 +28,7 @@ const COLUMNS = [
   'lost',
   'stuck',
   'overlapping leases',
-  'dup: died after fn',
+  'dup: worker died after fn ran',
   'dup: other',
   'history gaps',
   'crashes',
