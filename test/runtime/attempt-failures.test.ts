@@ -5,14 +5,14 @@
  * Either way the attempt ends as 'lost', its slot is free and the next job runs.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { defineJob } from '../../src/runtime/job-definition.js';
-import { Harness, overriding, waitFor } from './support.js';
+import { Harness, STORAGE_KINDS, describeEachKind, overriding, waitFor } from './support.js';
 
-describe('attempts whose outcome cannot be written (memory)', () => {
+await describeEachKind('attempts whose outcome cannot be written', STORAGE_KINDS, (kind) => {
   let h: Harness;
   before(async () => {
-    h = await Harness.open('memory');
+    h = await Harness.open(kind);
   });
   after(() => h.close());
 

@@ -12,7 +12,7 @@ import type { EffectParams, EffectReservation, Storage } from '../../src/core/st
 import type { EffectRecord } from '../../src/core/storage.js';
 import { EffectBatcher } from '../../src/runtime/effect-batcher.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
-import { Harness, STORAGE_KINDS, deferred, waitFor } from './support.js';
+import { Harness, STORAGE_KINDS, deferred, describeEachKind, waitFor } from './support.js';
 
 /**
  * A storage stand-in that records each batch and answers when released: every item gets an
@@ -142,39 +142,37 @@ describe('EffectBatcher', () => {
   });
 });
 
-for (const kind of STORAGE_KINDS) {
-  describe(`ctx.once under concurrency, batched (${kind})`, () => {
-    const harnesses: Harness[] = [];
-    after(async () => {
-      for (const h of harnesses) await h.close();
-    });
-
-    test('200 jobs each calling ctx.once at concurrency 20: every effect once, in far fewer writes than jobs', async () => {
-      const h = await Harness.open(kind);
-      harnesses.push(h);
-      const writes = { reserve: 0, record: 0 };
-      const inner = h.storage;
-      const s = Object.create(inner) as Storage;
-      s.reserveEffects = (ps) => (writes.reserve++, inner.reserveEffects!(ps));
-      s.completeEffects = (ps) => (writes.record++, inner.completeEffects!(ps));
-      const sent = new Map<number, number>();
-      const job = defineJob({
-        type: 'notify',
-        handler: async (p: { n: number }, ctx) => {
-          await ctx.once(`notify-${p.n}`, () => sent.set(p.n, (sent.get(p.n) ?? 0) + 1).size);
-        },
-      });
-      h.storage = s;
-      const { client } = await h.serve([job], { concurrency: 20 });
-      const n = 200;
-      await client.enqueueMany(Array.from({ length: n }, (_, i) => ({ type: 'notify', payload: { n: i } })));
-      await waitFor(async () => (await h.storage.countJobs()).reduce((a, c) => a + (c.status === 'succeeded' ? c.count : 0), 0) === n, 10_000, 'every job to succeed');
-      assert.equal(sent.size, n);
-      assert.ok([...sent.values()].every((x) => x === 1), 'each effect ran once');
-      assert.equal((await h.storage.listEffects({ limit: 1_000 })).filter((e) => e.state === 'done').length, n);
-      // one write per job would be n each; concurrent attempts share them
-      assert.ok(writes.reserve > 0 && writes.reserve <= n / 2, `reserves in ${writes.reserve} writes for ${n} jobs`);
-      assert.ok(writes.record > 0 && writes.record <= n / 2, `records in ${writes.record} writes for ${n} jobs`);
-    });
+await describeEachKind('ctx.once under concurrency, batched', STORAGE_KINDS, (kind) => {
+  const harnesses: Harness[] = [];
+  after(async () => {
+    for (const h of harnesses) await h.close();
   });
-}
+
+  test('200 jobs each calling ctx.once at concurrency 20: every effect once, in far fewer writes than jobs', async () => {
+    const h = await Harness.open(kind);
+    harnesses.push(h);
+    const writes = { reserve: 0, record: 0 };
+    const inner = h.storage;
+    const s = Object.create(inner) as Storage;
+    s.reserveEffects = (ps) => (writes.reserve++, inner.reserveEffects!(ps));
+    s.completeEffects = (ps) => (writes.record++, inner.completeEffects!(ps));
+    const sent = new Map<number, number>();
+    const job = defineJob({
+      type: 'notify',
+      handler: async (p: { n: number }, ctx) => {
+        await ctx.once(`notify-${p.n}`, () => sent.set(p.n, (sent.get(p.n) ?? 0) + 1).size);
+      },
+    });
+    h.storage = s;
+    const { client } = await h.serve([job], { concurrency: 20 });
+    const n = 200;
+    await client.enqueueMany(Array.from({ length: n }, (_, i) => ({ type: 'notify', payload: { n: i } })));
+    await waitFor(async () => (await h.storage.countJobs()).reduce((a, c) => a + (c.status === 'succeeded' ? c.count : 0), 0) === n, 10_000, 'every job to succeed');
+    assert.equal(sent.size, n);
+    assert.ok([...sent.values()].every((x) => x === 1), 'each effect ran once');
+    assert.equal((await h.storage.listEffects({ limit: 1_000 })).filter((e) => e.state === 'done').length, n);
+    // one write per job would be n each; concurrent attempts share them
+    assert.ok(writes.reserve > 0 && writes.reserve <= n / 2, `reserves in ${writes.reserve} writes for ${n} jobs`);
+    assert.ok(writes.record > 0 && writes.record <= n / 2, `records in ${writes.record} writes for ${n} jobs`);
+  });
+});

@@ -5,17 +5,17 @@
  * stopped responding), and heartbeats carry on once the database answers again.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import type { AbortReason } from '../../src/core/index.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
-import { Harness, overriding, waitFor } from './support.js';
+import { Harness, STORAGE_KINDS, describeEachKind, overriding, waitFor } from './support.js';
 
 const LEASE_MS = 300;
 
-describe('leases that cannot be renewed (memory)', () => {
+await describeEachKind('leases that cannot be renewed', STORAGE_KINDS, (kind) => {
   let h: Harness;
   before(async () => {
-    h = await Harness.open('memory');
+    h = await Harness.open(kind);
   });
   after(() => h.close());
 
@@ -31,6 +31,7 @@ describe('leases that cannot be renewed (memory)', () => {
       const failedBefore = h.log.count('heartbeat.failed');
       const recoveredBefore = h.log.count('heartbeat.recovered');
       const reasons = new Map<string, AbortReason>();
+      const started = new Set<string>();
       const type = `lapse-${how.replace(' ', '-')}`;
       const def = defineJob({
         type,
@@ -39,6 +40,7 @@ describe('leases that cannot be renewed (memory)', () => {
         maxRuntimeMs: 60_000,
         handler: (_p, ctx) =>
           new Promise<void>((resolve, reject) => {
+            started.add(ctx.job.id);
             ctx.signal.addEventListener('abort', () => (reasons.set(ctx.job.id, ctx.signal.reason as AbortReason), reject(ctx.signal.reason)), { once: true });
             // the second job finishes on its own after several lease lengths
             if (ctx.job.payload === 'long') setTimeout(resolve, LEASE_MS * 4);
@@ -46,7 +48,8 @@ describe('leases that cannot be renewed (memory)', () => {
       });
       const { client } = await h.serve([def], { storage, leaseMs: LEASE_MS, concurrency: 1 });
       const first = await client.enqueue(type, 'stuck');
-      await h.waitStatus(first.id, 'running');
+      // started, not only claimed: the lapse aborts a running handler
+      await waitFor(() => started.has(first.id), 3_000, 'the first handler to start');
       // renewals land while the database answers
       const before = beats;
       await waitFor(() => beats >= before + 2, 3_000, 'two renewals');

@@ -5,8 +5,8 @@
  * and withLock rejects with it without touching the new holder; acquire waits, with a timeout.
  *
  * "Taken from it" is simulated with the memory storage's injectable clock (the database's
- * "now" jumps past the TTL, so another holder can acquire) and with a storage whose extendLock
- * hangs (as a stalled connection would).
+ * "now" jumps past the TTL, so another holder can acquire) and, on every storage, with a
+ * storage whose extendLock hangs (as a stalled connection would).
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
@@ -14,7 +14,8 @@ import type { Storage } from '../../src/core/storage.js';
 import type { Lock } from '../../src/runtime/locks.js';
 import { LockLostError, LockTimeoutError, createLocks } from '../../src/runtime/locks.js';
 import { memoryStorage } from '../../src/storage/memory/index.js';
-import { openTestStorage, waitFor } from './support.js';
+import type { StorageKind } from './support.js';
+import { STORAGE_KINDS, describeEachKind, openTestStorage, waitFor } from './support.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
@@ -41,10 +42,16 @@ function withExtend(storage: Storage, extendLock: Storage['extendLock']): Storag
   });
 }
 
-describe('withLock', () => {
-  test('keeps the lock while fn runs past the TTL: extended, never free for another, released at the end (sqlite)', { timeout: 20_000 }, async () => {
-    const { storage, cleanup } = await openTestStorage('sqlite');
-    cleanups.push(cleanup);
+/** A fresh database of `kind`, dropped after the file. */
+async function fresh(kind: StorageKind): Promise<Storage> {
+  const { storage, cleanup } = await openTestStorage(kind);
+  cleanups.push(cleanup);
+  return storage;
+}
+
+await describeEachKind('withLock', STORAGE_KINDS, (kind) => {
+  test('keeps the lock while fn runs past the TTL: extended, never free for another, released at the end', { timeout: 20_000 }, async () => {
+    const storage = await fresh(kind);
     const mine = createLocks(storage, { owner: 'mine' });
     const other = createLocks(storage, { owner: 'other' });
     const TTL = 600;
@@ -74,36 +81,8 @@ describe('withLock', () => {
     assert.ok(await other.tryAcquire('long', { ttlMs: TTL }), 'free for the next one');
   });
 
-  test('an extend rejected (expired and taken over): signal aborts with LOCK_LOST, withLock rejects, the new holder keeps it', { timeout: 10_000 }, async () => {
-    const { storage, skip } = await skewedMemory();
-    const locks = createLocks(storage, { owner: 'old' });
-    const thief = createLocks(storage, { owner: 'new' });
-    let stolen: Lock | null = null;
-    let reason: unknown;
-    let fnDone = false;
-    await assert.rejects(
-      locks.withLock('taken', { ttlMs: 300 }, async (signal) => {
-        skip(1_000); // the database's clock passes the TTL before any extend: the lock lapses
-        stolen = await thief.tryAcquire('taken', { ttlMs: 60_000 });
-        assert.ok(stolen, 'another acquirer gets the expired lock');
-        await waitFor(() => signal.aborted, 5_000, 'the signal to abort');
-        reason = signal.reason;
-        fnDone = true;
-        return 'finished anyway';
-      }),
-      (e: unknown) => e instanceof LockLostError && e.code === 'LOCK_LOST',
-    );
-    assert.ok(fnDone, 'withLock waited for fn to settle');
-    assert.ok(reason instanceof LockLostError, 'the signal reason is LockLostError');
-    const [row] = await thief.list('taken');
-    assert.equal(row?.owner, 'new', 'the new holder still holds it (withLock did not release it)');
-    assert.equal(await thief.extend(stolen!), true);
-  });
-
   test('extends that never return: fn is aborted once the TTL has run out, before anyone else can be granted it', { timeout: 10_000 }, async () => {
-    const real = memoryStorage();
-    await real.migrate();
-    cleanups.push(() => real.close());
+    const real = await fresh(kind);
     const pending: (() => void)[] = [];
     const stalled = withExtend(real, (p) => new Promise((resolve) => pending.push(() => void real.extendLock(p).then(resolve))));
     const locks = createLocks(stalled, { owner: 'stalled' });
@@ -133,7 +112,7 @@ describe('withLock', () => {
   });
 
   test('a held lock: withLock waits up to timeoutMs, then LOCK_TIMEOUT without running fn', async () => {
-    const { storage } = await skewedMemory();
+    const storage = await fresh(kind);
     const a = createLocks(storage);
     await a.tryAcquire('busy', { ttlMs: 60_000 });
     let ran = false;
@@ -147,9 +126,38 @@ describe('withLock', () => {
   });
 });
 
-describe('acquire', () => {
+// "taken from it" needs the database's clock to jump past the TTL, which a server's clock cannot
+describe('withLock, the clock passing the TTL (memory)', () => {
+  test('an extend rejected (expired and taken over): signal aborts with LOCK_LOST, withLock rejects, the new holder keeps it', { timeout: 10_000 }, async () => {
+    const { storage, skip } = await skewedMemory();
+    const locks = createLocks(storage, { owner: 'old' });
+    const thief = createLocks(storage, { owner: 'new' });
+    let stolen: Lock | null = null;
+    let reason: unknown;
+    let fnDone = false;
+    await assert.rejects(
+      locks.withLock('taken', { ttlMs: 300 }, async (signal) => {
+        skip(1_000); // the database's clock passes the TTL before any extend: the lock lapses
+        stolen = await thief.tryAcquire('taken', { ttlMs: 60_000 });
+        assert.ok(stolen, 'another acquirer gets the expired lock');
+        await waitFor(() => signal.aborted, 5_000, 'the signal to abort');
+        reason = signal.reason;
+        fnDone = true;
+        return 'finished anyway';
+      }),
+      (e: unknown) => e instanceof LockLostError && e.code === 'LOCK_LOST',
+    );
+    assert.ok(fnDone, 'withLock waited for fn to settle');
+    assert.ok(reason instanceof LockLostError, 'the signal reason is LockLostError');
+    const [row] = await thief.list('taken');
+    assert.equal(row?.owner, 'new', 'the new holder still holds it (withLock did not release it)');
+    assert.equal(await thief.extend(stolen!), true);
+  });
+});
+
+await describeEachKind('acquire', STORAGE_KINDS, (kind) => {
   test('waits for the holder to release; gives up with LOCK_TIMEOUT after timeoutMs; an abort ends the wait', { timeout: 10_000 }, async () => {
-    const { storage } = await skewedMemory();
+    const storage = await fresh(kind);
     let tries = 0;
     const counting = new Proxy(storage, {
       get(target, prop) {
@@ -190,7 +198,7 @@ describe('acquire', () => {
   });
 
   test('bad parameters are rejected before the database is asked', async () => {
-    const { storage } = await skewedMemory();
+    const storage = await fresh(kind);
     const locks = createLocks(storage);
     await assert.rejects(locks.tryAcquire('x', { ttlMs: 0 }), { code: 'INVALID_OPTION' });
     await assert.rejects(locks.tryAcquire('x', { slots: 0 }), { code: 'INVALID_OPTION' });

@@ -3,15 +3,15 @@
  * failed (with attempt and nextDelayMs), dead, rescued, lease_lost.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import type { AbortReason } from '../../src/core/index.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
-import { Harness, deferred, waitFor } from './support.js';
+import { Harness, STORAGE_KINDS, deferred, describeEachKind, waitFor } from './support.js';
 
-describe('log events', () => {
+await describeEachKind('log events', STORAGE_KINDS, (kind) => {
   let h: Harness;
   before(async () => {
-    h = await Harness.open('memory');
+    h = await Harness.open(kind);
   });
   after(() => h.close());
 
@@ -46,6 +46,8 @@ describe('log events', () => {
     ]);
     const job = await client.enqueue('bad', {});
     await h.waitStatus(job.id, 'dead');
+    // the line is written once the outcome has landed, a moment after the row reads dead
+    await h.waitEvent('job.dead', job.id);
     const failed = h.log.events('job.failed', job.id);
     const dead = h.log.events('job.dead', job.id);
     assert.equal(failed.length, 1);
@@ -64,7 +66,7 @@ describe('log events', () => {
   test('job.rescued names the expired holder and the new status', async () => {
     const def = defineJob({ type: 'orphaned', retry: { kind: 'fixed', delayMs: 0 }, handler: () => {} });
     const job = await h.clientWith([def]).enqueue('orphaned', {});
-    await h.storage.claimJobs({ workerId: 'crashed-host:99', types: ['orphaned'], queues: null, limit: 1, leaseMs: 50 });
+    await h.claimAs('crashed-host:99', 'orphaned', 50);
     await h.worker([def], { sweeper: true, sweepIntervalMs: 25 });
     const ev = await h.waitEvent('job.rescued', job.id);
     assert.equal(ev.lockedBy, 'crashed-host:99');
@@ -94,18 +96,24 @@ describe('log events', () => {
 
   test('job.lease_lost when a heartbeat finds the lease gone: the handler is aborted with LEASE_LOST', async () => {
     let reason: AbortReason | undefined;
+    const started = deferred();
     const { client, worker } = await h.serve(
       [
         defineJob({
           type: 'zombie-2',
           handler: (_p, ctx) =>
-            new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject((reason = ctx.signal.reason as AbortReason)), { once: true })),
+            new Promise((_, reject) => {
+              ctx.signal.addEventListener('abort', () => reject((reason = ctx.signal.reason as AbortReason)), { once: true });
+              started.resolve();
+            }),
         }),
       ],
       { leaseMs: 150 },
     );
     const job = await client.enqueue('zombie-2', {});
-    const running = await h.waitStatus(job.id, 'running');
+    // the handler runs (not only claimed) when the lease is taken from it
+    await started.promise;
+    const running = await h.job(job.id);
     await h.storage.finishJobs([
       { id: job.id, leaseToken: running.leaseToken as string, status: 'queued', runAfterMs: 60_000, attempt: { outcome: 'lease_expired' } },
     ]);

@@ -4,11 +4,11 @@
  * fires due schedules before it looks for jobs; invalid cron, an unknown time zone or a zero
  * interval are typed errors through every entry point, with nothing written.
  *
- * The memory storage's injectable clock plays the database's clock, so a slot becomes due
- * without waiting for it.
+ * Where a slot must fall due without waiting for it, the memory storage's injectable clock plays
+ * the database's clock; the rest run on every storage.
  */
 import assert from 'node:assert/strict';
-import { after, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import type { ScheduleInput } from '../../src/core/index.js';
 import { ValidationError } from '../../src/core/index.js';
 import type { Storage } from '../../src/core/storage.js';
@@ -17,7 +17,7 @@ import { defineJob } from '../../src/runtime/job-definition.js';
 import { Scheduler, syncSchedules, upsertSchedule } from '../../src/runtime/scheduler.js';
 import { Worker } from '../../src/runtime/worker.js';
 import { memoryStorage } from '../../src/storage/memory/index.js';
-import { LogCapture, openTestStorage, waitFor } from './support.js';
+import { LogCapture, STORAGE_KINDS, describeEachKind, openTestStorage, waitFor } from './support.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
@@ -45,7 +45,8 @@ function recorder(type: string) {
 
 const quiet = () => new LogCapture().logger;
 
-describe('Worker with schedules', () => {
+// the slots fall due by moving the database's clock, which a server's clock cannot
+describe('Worker with schedules (memory)', () => {
   test('syncs the declared schedules on start and fires them; each job carries scheduleName and slotAt', { timeout: 15_000 }, async () => {
     const { storage, skip } = await clocked();
     const { def, seen } = recorder('beat');
@@ -92,9 +93,11 @@ describe('Worker with schedules', () => {
     const again = await new Worker({ storage, jobs: [def], pollIntervalMs: 20, sweeper: false, logger: quiet() }).drain({ maxMs: 5_000 });
     assert.equal(again.processed, 0);
   });
+});
 
-  test('drain with `schedules` syncs them (real SQLite clock: waits for the first 1 s slot)', { timeout: 15_000 }, async () => {
-    const { storage, cleanup } = await openTestStorage('sqlite');
+await describeEachKind("Worker with schedules, the database's own clock", STORAGE_KINDS, (kind) => {
+  test('drain with `schedules` syncs them (waits for the first 1 s slot)', { timeout: 15_000 }, async () => {
+    const { storage, cleanup } = await openTestStorage(kind);
     cleanups.push(cleanup);
     const { def, seen } = recorder('sec');
     await syncSchedules(storage, [{ name: 'each-second', type: 'sec', everyMs: 1_000 }]);
@@ -109,22 +112,28 @@ describe('Worker with schedules', () => {
   });
 });
 
-describe('bad schedules: typed errors, nothing written', () => {
-  const BAD: [string, ScheduleInput, RegExp][] = [
-    ['invalid cron', { name: 'bad', type: 't', cron: '61 * * * *' }, /cron/],
-    ['cron with 4 fields', { name: 'bad', type: 't', cron: '* * * *' }, /5 fields/],
-    ['cron that never fires', { name: 'bad', type: 't', cron: '0 0 30 2 *' }, /./],
-    ['unknown time zone', { name: 'bad', type: 't', cron: '0 2 * * *', timezone: 'Europe/Atlantis' }, /time zone/],
-    ['zero interval', { name: 'bad', type: 't', everyMs: 0 }, /every/],
-    ['negative interval', { name: 'bad', type: 't', everyMs: -1000 }, /every/],
-    ['both cron and interval', { name: 'bad', type: 't', cron: '* * * * *', everyMs: 60_000 }, /exactly one/],
-    ['neither cron nor interval', { name: 'bad', type: 't' }, /exactly one/],
-  ];
-  const isInvalid = (re: RegExp) => (e: unknown) => e instanceof ValidationError && e.code === 'INVALID_SCHEDULE' && re.test(e.message);
+const BAD: [string, ScheduleInput, RegExp][] = [
+  ['invalid cron', { name: 'bad', type: 't', cron: '61 * * * *' }, /cron/],
+  ['cron with 4 fields', { name: 'bad', type: 't', cron: '* * * *' }, /5 fields/],
+  ['cron that never fires', { name: 'bad', type: 't', cron: '0 0 30 2 *' }, /./],
+  ['unknown time zone', { name: 'bad', type: 't', cron: '0 2 * * *', timezone: 'Europe/Atlantis' }, /time zone/],
+  ['zero interval', { name: 'bad', type: 't', everyMs: 0 }, /every/],
+  ['negative interval', { name: 'bad', type: 't', everyMs: -1000 }, /every/],
+  ['both cron and interval', { name: 'bad', type: 't', cron: '* * * * *', everyMs: 60_000 }, /exactly one/],
+  ['neither cron nor interval', { name: 'bad', type: 't' }, /exactly one/],
+];
+const isInvalid = (re: RegExp) => (e: unknown) => e instanceof ValidationError && e.code === 'INVALID_SCHEDULE' && re.test(e.message);
+
+await describeEachKind('bad schedules: typed errors, nothing written', STORAGE_KINDS, (kind) => {
+  let storage: Storage;
+  before(async () => {
+    const opened = await openTestStorage(kind);
+    cleanups.push(opened.cleanup);
+    storage = opened.storage;
+  });
 
   for (const [what, input, re] of BAD) {
     test(`${what}: upsertSchedule, syncSchedules, a Worker's and a Scheduler's start all reject; no schedule written`, async () => {
-      const { storage } = await clocked();
       await upsertSchedule(storage, { name: 'good', type: 't', everyMs: 60_000 }, 'code');
       const before = await storage.listSchedules();
       await assert.rejects(upsertSchedule(storage, input), isInvalid(re));

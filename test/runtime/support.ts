@@ -1,24 +1,21 @@
 /**
- * Shared helpers for the in-process runtime tests: storages of each kind (memory, SQLite in a
- * temp file), a pino logger that writes into an array so tests can assert on events, bounded
- * waits on conditions, and a small harness that stops every worker and closes every storage.
+ * Shared helpers for the in-process runtime tests: storages of each kind (support-storages.ts),
+ * a pino logger that writes into an array so tests can assert on events, bounded waits on
+ * conditions, and a small harness that stops every worker and closes every storage.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import type { JobStatus } from '../../src/core/status.js';
-import type { JobRow, Storage } from '../../src/core/storage.js';
+import type { ClaimedJob, JobRow, Storage } from '../../src/core/storage.js';
 import { Client } from '../../src/runtime/client.js';
 import type { AnyJobDefinition } from '../../src/runtime/job-definition.js';
 import type { WorkerOptions } from '../../src/runtime/worker.js';
 import { Worker } from '../../src/runtime/worker.js';
-import { memoryStorage } from '../../src/storage/memory/index.js';
-import { sqliteStorage } from '../../src/storage/sqlite/index.js';
+import type { StorageKind } from './support-storages.js';
+import { openTestStorage } from './support-storages.js';
 
-export type StorageKind = 'memory' | 'sqlite';
-export const STORAGE_KINDS: readonly StorageKind[] = ['memory', 'sqlite'];
+export type { StorageKind, TestStorage } from './support-storages.js';
+export { SHARED_KINDS, STORAGE_KINDS, describeEachKind, kindOptions, openTestStorage } from './support-storages.js';
 
 export interface LogEntry {
   level: number;
@@ -76,26 +73,6 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => 
   return { promise, resolve };
 }
 
-export async function openTestStorage(kind: StorageKind): Promise<{ storage: Storage; cleanup: () => Promise<void>; file?: string }> {
-  if (kind === 'memory') {
-    const storage = memoryStorage();
-    await storage.migrate();
-    return { storage, cleanup: () => storage.close() };
-  }
-  const dir = mkdtempSync(path.join(tmpdir(), 'leasehold-rt-'));
-  const file = path.join(dir, 'jobs.db');
-  const storage = sqliteStorage({ path: file });
-  await storage.migrate();
-  return {
-    storage,
-    file,
-    cleanup: async () => {
-      await storage.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
 /**
  * One test's world: a storage, a client, a log capture, and workers that are stopped at the
  * end. Worker defaults are tuned for fast tests (short poll, sweeper off unless asked for).
@@ -105,15 +82,15 @@ export class Harness {
   readonly workers: Worker[] = [];
   client!: Client;
   storage!: Storage;
-  /** the SQLite file, for opening a second connection as another process would */
-  file: string | undefined;
+  /** another Storage on the same database, as another process would open (memory: the same one) */
+  another!: () => Promise<Storage>;
   #cleanup: () => Promise<void> = async () => {};
 
   static async open(kind: StorageKind, jobs?: readonly AnyJobDefinition[]): Promise<Harness> {
     const h = new Harness();
-    const { storage, cleanup, file } = await openTestStorage(kind);
+    const { storage, cleanup, another } = await openTestStorage(kind);
     h.storage = storage;
-    h.file = file;
+    h.another = another;
     h.#cleanup = cleanup;
     h.client = new Client(jobs === undefined ? { storage } : { storage, jobs });
     return h;
@@ -147,6 +124,15 @@ export class Harness {
     return { client: this.clientWith(jobs), worker };
   }
 
+  /**
+   * Claim the one due job of `type` as `workerId` (a "ghost" worker that never finishes it),
+   * asking again while the claim comes back empty: another worker's claim may hold the row
+   * locked for a moment (MySQL's locking scan passes over rows of other types too).
+   */
+  claimAs(workerId: string, type: string, leaseMs: number): Promise<ClaimedJob> {
+    return waitFor(async () => (await this.storage.claimJobs({ workerId, types: [type], queues: null, limit: 1, leaseMs }))[0], 5_000, `a ${type} job to claim`);
+  }
+
   job(id: string): Promise<JobRow> {
     return this.client.getJob(id);
   }
@@ -154,14 +140,18 @@ export class Harness {
   /** Wait until the job has `status` (and, if given, `extra` holds); returns the row. */
   waitStatus(id: string, status: JobStatus | JobStatus[], timeoutMs = 5_000, extra?: (j: JobRow) => boolean): Promise<JobRow> {
     const want = Array.isArray(status) ? status : [status];
+    let last: JobRow | null = null;
     return waitFor(
       async () => {
-        const j = await this.storage.getJob(id);
+        const j = (last = await this.storage.getJob(id));
         return j && want.includes(j.status) && (!extra || extra(j)) ? j : null;
       },
       timeoutMs,
       `job ${id} to be ${want.join('|')}`,
-    );
+    ).catch((e: unknown) => {
+      const seen = last && { status: last.status, attempts: last.attempts, lastErrorCode: last.lastErrorCode, lockedBy: last.lockedBy, runAt: last.runAt };
+      throw new Error(`${(e as Error).message}; last seen ${JSON.stringify(seen)}`);
+    });
   }
 
   /** Wait until a log line with `event` (for `jobId`, if given) appeared `n` times. */
@@ -174,7 +164,18 @@ export class Harness {
   }
 
   async close(): Promise<void> {
-    for (const w of this.workers) await w.stop({ deadlineMs: 500 });
+    for (const w of this.workers) {
+      let timer: NodeJS.Timeout | undefined;
+      // a stop() that never returns fails the suite instead of holding the test process open
+      const stuck = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`worker ${w.id}: stop() did not return within 15 s (inFlight ${w.inFlight})`)), 15_000);
+      });
+      try {
+        await Promise.race([w.stop({ deadlineMs: 500 }), stuck]);
+      } finally {
+        clearTimeout(timer);
+      }
+    }
     await this.#cleanup();
   }
 }

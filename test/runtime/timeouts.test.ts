@@ -5,10 +5,10 @@
  * result discarded).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import type { AbortReason } from '../../src/core/index.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
-import { Harness, STORAGE_KINDS, deferred, sleep, waitFor } from './support.js';
+import { Harness, STORAGE_KINDS, deferred, describeEachKind, sleep, waitFor } from './support.js';
 
 /** Resolves when the signal fires (a well-behaved long handler). */
 function untilAborted(signal: AbortSignal): Promise<never> {
@@ -36,152 +36,150 @@ function abortWatcher() {
   return w;
 }
 
-for (const kind of STORAGE_KINDS) {
-  describe(`attempt bounds (${kind})`, () => {
-    let h: Harness;
-    before(async () => {
-      h = await Harness.open(kind);
-    });
-    after(() => h.close());
-
-    test('a handler that never resolves is aborted at its timeoutMs: TIMEOUT, attempt timed_out', async () => {
-      const waiting = abortWatcher();
-      const { client } = await h.serve([
-        defineJob({
-          type: 'hangs',
-          timeoutMs: 200,
-          maxRuntimeMs: 60_000,
-          maxAttempts: 1,
-          handler: waiting.handler,
-        }),
-      ]);
-      const job = await client.enqueue('hangs', {});
-      const dead = await h.waitStatus(job.id, 'dead');
-      assert.equal(waiting.reason?.code, 'TIMEOUT');
-      assert.ok(waiting.abortedAfterMs >= 190 && waiting.abortedAfterMs < 1_500, `aborted after ${waiting.abortedAfterMs} ms, timeout is 200`);
-      assert.equal(dead.lastErrorCode, 'TIMEOUT');
-      const attempts = await h.client.listAttempts(job.id);
-      assert.deepEqual(attempts.map((a) => [a.outcome, a.errorCode]), [['timed_out', 'TIMEOUT']]);
-    });
-
-    test('a short timeout that starts after a long one is enforced on time (one timer serves all attempts)', async () => {
-      const waiting = abortWatcher();
-      const longStarted = deferred();
-      const { client } = await h.serve([
-        defineJob({
-          type: 'long-limit',
-          timeoutMs: 60_000,
-          maxAttempts: 1,
-          handler: async (_p, ctx) => {
-            longStarted.resolve();
-            await untilAborted(ctx.signal);
-          },
-        }),
-        defineJob({
-          type: 'short-limit',
-          timeoutMs: 200,
-          maxAttempts: 1,
-          handler: waiting.handler,
-        }),
-      ]);
-      const long = await client.enqueue('long-limit', {});
-      await longStarted.promise;
-      const short = await client.enqueue('short-limit', {});
-      await h.waitStatus(short.id, 'dead');
-      assert.equal(waiting.reason?.code, 'TIMEOUT');
-      assert.ok(waiting.abortedAfterMs >= 190 && waiting.abortedAfterMs < 1_500, `aborted after ${waiting.abortedAfterMs} ms, timeout is 200`);
-      assert.equal((await h.client.getJob(long.id))?.status, 'running', 'the long one runs on');
-    });
-
-    test('a timed-out attempt with attempts left is retried', async () => {
-      let calls = 0;
-      const { client } = await h.serve([
-        defineJob({
-          type: 'hangs-once',
-          timeoutMs: 150,
-          maxAttempts: 2,
-          retry: { kind: 'fixed', delayMs: 10 },
-          handler: async (_p, ctx) => {
-            if (++calls === 1) await untilAborted(ctx.signal);
-          },
-        }),
-      ]);
-      const job = await client.enqueue('hangs-once', {});
-      await h.waitStatus(job.id, 'succeeded');
-      const attempts = await h.client.listAttempts(job.id);
-      assert.deepEqual(attempts.map((a) => [a.attempt, a.outcome, a.retryDelayMs]), [
-        [1, 'timed_out', 10],
-        [2, 'succeeded', null],
-      ]);
-    });
-
-    test('a handler that heartbeats forever is stopped at maxRuntimeMs: MAX_RUNTIME, attempt max_runtime', async () => {
-      let reason: AbortReason | undefined;
-      let ranMs = -1;
-      let beats = 0;
-      const { client } = await h.serve([
-        defineJob({
-          type: 'busy-forever',
-          timeoutMs: 150,
-          maxRuntimeMs: 600,
-          maxAttempts: 1,
-          handler: async (_p, ctx) => {
-            const t0 = Date.now();
-            try {
-              for (;;) {
-                await sleep(30);
-                await ctx.heartbeat();
-                beats++;
-              }
-            } finally {
-              ranMs = Date.now() - t0;
-              reason = ctx.signal.reason as AbortReason;
-            }
-          },
-        }),
-      ]);
-      const job = await client.enqueue('busy-forever', {});
-      const dead = await h.waitStatus(job.id, 'dead');
-      await waitFor(() => reason, 2_000, 'the handler to see its abort');
-      assert.equal(reason?.code, 'MAX_RUNTIME');
-      assert.ok(ranMs >= 590 && ranMs < 2_000, `stopped after ${ranMs} ms, max runtime is 600`);
-      assert.ok(beats > 5, 'it kept heartbeating past the 150 ms inactivity timeout');
-      assert.equal(dead.lastErrorCode, 'MAX_RUNTIME');
-      const attempts = await h.client.listAttempts(job.id);
-      assert.deepEqual(attempts.map((a) => a.outcome), ['max_runtime']);
-    });
-
-    test('ctx.heartbeat() resets the inactivity timeout: working past timeoutMs while heartbeating succeeds', async () => {
-      const { client } = await h.serve([
-        defineJob({
-          type: 'slow-but-alive',
-          timeoutMs: 200,
-          maxRuntimeMs: 30_000,
-          maxAttempts: 1,
-          handler: async (_p, ctx) => {
-            const until = Date.now() + 700;
-            while (Date.now() < until) {
-              await sleep(50);
-              await ctx.heartbeat();
-            }
-            return 'done';
-          },
-        }),
-      ]);
-      const job = await client.enqueue('slow-but-alive', {});
-      const done = await h.waitStatus(job.id, 'succeeded');
-      const [a] = await h.client.listAttempts(job.id);
-      assert.equal(a?.outcome, 'succeeded');
-      assert.ok((a?.durationMs ?? 0) >= 650, `ran ${a?.durationMs} ms, i.e. past its 200 ms timeout`);
-      assert.equal(done.attempts, 1);
-    });
-  });
-}
-
-describe('a handler that ignores its abort signal (memory)', () => {
+await describeEachKind('attempt bounds', STORAGE_KINDS, (kind) => {
   let h: Harness;
   before(async () => {
-    h = await Harness.open('memory');
+    h = await Harness.open(kind);
+  });
+  after(() => h.close());
+
+  test('a handler that never resolves is aborted at its timeoutMs: TIMEOUT, attempt timed_out', async () => {
+    const waiting = abortWatcher();
+    const { client } = await h.serve([
+      defineJob({
+        type: 'hangs',
+        timeoutMs: 200,
+        maxRuntimeMs: 60_000,
+        maxAttempts: 1,
+        handler: waiting.handler,
+      }),
+    ]);
+    const job = await client.enqueue('hangs', {});
+    const dead = await h.waitStatus(job.id, 'dead');
+    assert.equal(waiting.reason?.code, 'TIMEOUT');
+    assert.ok(waiting.abortedAfterMs >= 190 && waiting.abortedAfterMs < 1_500, `aborted after ${waiting.abortedAfterMs} ms, timeout is 200`);
+    assert.equal(dead.lastErrorCode, 'TIMEOUT');
+    const attempts = await h.client.listAttempts(job.id);
+    assert.deepEqual(attempts.map((a) => [a.outcome, a.errorCode]), [['timed_out', 'TIMEOUT']]);
+  });
+
+  test('a short timeout that starts after a long one is enforced on time (one timer serves all attempts)', async () => {
+    const waiting = abortWatcher();
+    const longStarted = deferred();
+    const { client } = await h.serve([
+      defineJob({
+        type: 'long-limit',
+        timeoutMs: 60_000,
+        maxAttempts: 1,
+        handler: async (_p, ctx) => {
+          longStarted.resolve();
+          await untilAborted(ctx.signal);
+        },
+      }),
+      defineJob({
+        type: 'short-limit',
+        timeoutMs: 200,
+        maxAttempts: 1,
+        handler: waiting.handler,
+      }),
+    ]);
+    const long = await client.enqueue('long-limit', {});
+    await longStarted.promise;
+    const short = await client.enqueue('short-limit', {});
+    await h.waitStatus(short.id, 'dead');
+    assert.equal(waiting.reason?.code, 'TIMEOUT');
+    assert.ok(waiting.abortedAfterMs >= 190 && waiting.abortedAfterMs < 1_500, `aborted after ${waiting.abortedAfterMs} ms, timeout is 200`);
+    assert.equal((await h.client.getJob(long.id))?.status, 'running', 'the long one runs on');
+  });
+
+  test('a timed-out attempt with attempts left is retried', async () => {
+    let calls = 0;
+    const { client } = await h.serve([
+      defineJob({
+        type: 'hangs-once',
+        timeoutMs: 150,
+        maxAttempts: 2,
+        retry: { kind: 'fixed', delayMs: 10 },
+        handler: async (_p, ctx) => {
+          if (++calls === 1) await untilAborted(ctx.signal);
+        },
+      }),
+    ]);
+    const job = await client.enqueue('hangs-once', {});
+    await h.waitStatus(job.id, 'succeeded');
+    const attempts = await h.client.listAttempts(job.id);
+    assert.deepEqual(attempts.map((a) => [a.attempt, a.outcome, a.retryDelayMs]), [
+      [1, 'timed_out', 10],
+      [2, 'succeeded', null],
+    ]);
+  });
+
+  test('a handler that heartbeats forever is stopped at maxRuntimeMs: MAX_RUNTIME, attempt max_runtime', async () => {
+    let reason: AbortReason | undefined;
+    let ranMs = -1;
+    let beats = 0;
+    const { client } = await h.serve([
+      defineJob({
+        type: 'busy-forever',
+        timeoutMs: 150,
+        maxRuntimeMs: 600,
+        maxAttempts: 1,
+        handler: async (_p, ctx) => {
+          const t0 = Date.now();
+          try {
+            for (;;) {
+              await sleep(30);
+              await ctx.heartbeat();
+              beats++;
+            }
+          } finally {
+            ranMs = Date.now() - t0;
+            reason = ctx.signal.reason as AbortReason;
+          }
+        },
+      }),
+    ]);
+    const job = await client.enqueue('busy-forever', {});
+    const dead = await h.waitStatus(job.id, 'dead');
+    await waitFor(() => reason, 2_000, 'the handler to see its abort');
+    assert.equal(reason?.code, 'MAX_RUNTIME');
+    assert.ok(ranMs >= 590 && ranMs < 2_000, `stopped after ${ranMs} ms, max runtime is 600`);
+    assert.ok(beats > 5, 'it kept heartbeating past the 150 ms inactivity timeout');
+    assert.equal(dead.lastErrorCode, 'MAX_RUNTIME');
+    const attempts = await h.client.listAttempts(job.id);
+    assert.deepEqual(attempts.map((a) => a.outcome), ['max_runtime']);
+  });
+
+  test('ctx.heartbeat() resets the inactivity timeout: working past timeoutMs while heartbeating succeeds', async () => {
+    const { client } = await h.serve([
+      defineJob({
+        type: 'slow-but-alive',
+        timeoutMs: 200,
+        maxRuntimeMs: 30_000,
+        maxAttempts: 1,
+        handler: async (_p, ctx) => {
+          const until = Date.now() + 700;
+          while (Date.now() < until) {
+            await sleep(50);
+            await ctx.heartbeat();
+          }
+          return 'done';
+        },
+      }),
+    ]);
+    const job = await client.enqueue('slow-but-alive', {});
+    const done = await h.waitStatus(job.id, 'succeeded');
+    const [a] = await h.client.listAttempts(job.id);
+    assert.equal(a?.outcome, 'succeeded');
+    assert.ok((a?.durationMs ?? 0) >= 650, `ran ${a?.durationMs} ms, i.e. past its 200 ms timeout`);
+    assert.equal(done.attempts, 1);
+  });
+});
+
+await describeEachKind('a handler that ignores its abort signal', STORAGE_KINDS, (kind) => {
+  let h: Harness;
+  before(async () => {
+    h = await Harness.open(kind);
   });
   after(() => h.close());
 

@@ -1,82 +1,71 @@
 /**
  * Per-type cluster-wide concurrency: a type with `globalConcurrency: 2` never has 3 jobs running
- * at once, across three workers on one SQLite file (each its own connection, as three processes
- * would have), each allowed 5 at once. Jobs over the cap go back to the queue without using
- * up an attempt, and every job still ends succeeded.
+ * at once, across three workers on one database (each its own connection, as three processes
+ * would have; on memory, one shared instance), each allowed 5 at once. Jobs over the cap go
+ * back to the queue without using up an attempt, and every job still ends succeeded.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, test } from 'node:test';
-import type { Storage } from '../../src/core/storage.js';
 import { Client } from '../../src/runtime/client.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
 import { Worker } from '../../src/runtime/worker.js';
-import { sqliteStorage } from '../../src/storage/sqlite/index.js';
-import { LogCapture, sleep, waitFor } from './support.js';
+import { LogCapture, STORAGE_KINDS, describeEachKind, openTestStorage, sleep, waitFor } from './support.js';
 
-const dir = mkdtempSync(path.join(tmpdir(), 'leasehold-cap-'));
-const storages: Storage[] = [];
-const workers: Worker[] = [];
-after(async () => {
-  for (const w of workers) await w.stop({ deadlineMs: 500 });
-  for (const s of storages) await s.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-test('globalConcurrency 2: never 3 running across 3 workers of concurrency 5; hand-backs use no attempt', { timeout: 60_000 }, async () => {
-  const file = path.join(dir, 'jobs.db');
-  const open = () => {
-    const s = sqliteStorage({ path: file });
-    storages.push(s);
-    return s;
-  };
-  const main = open();
-  await main.migrate();
-  const log = new LogCapture();
-  let running = 0;
-  let maxRunning = 0;
-  const spans: { id: string; start: number; end: number }[] = [];
-  const report = defineJob({
-    type: 'report',
-    globalConcurrency: 2,
-    maxAttempts: 1, // a counted hand-back would leave no attempt to run it: the job would die
-    handler: async (_p: unknown, ctx) => {
-      running++;
-      maxRunning = Math.max(maxRunning, running);
-      const start = Date.now();
-      await sleep(60);
-      spans.push({ id: ctx.job.id, start, end: Date.now() });
-      running--;
-    },
+await describeEachKind('cluster-wide cap per job type', STORAGE_KINDS, (kind) => {
+  const workers: Worker[] = [];
+  const cleanups: (() => Promise<void>)[] = [];
+  after(async () => {
+    for (const w of workers) await w.stop({ deadlineMs: 500 });
+    for (const c of cleanups) await c();
   });
-  const client = new Client({ storage: main, jobs: [report] });
-  const ids: string[] = [];
-  for (let i = 0; i < 12; i++) ids.push((await client.enqueue('report', { i })).id);
-  for (let i = 0; i < 3; i++) {
-    const w = new Worker({ storage: open(), jobs: [report], concurrency: 5, pollIntervalMs: 20, leaseMs: 5_000, sweeper: false, scheduler: false, logger: log.logger });
-    workers.push(w);
-    await w.start();
-  }
-  const rows = await waitFor(
-    async () => {
-      const all = await Promise.all(ids.map((id) => main.getJob(id)));
-      return all.every((j) => j?.status === 'succeeded' || j?.status === 'dead' || j?.status === 'failed') ? all : null;
-    },
-    45_000,
-    'every report job to finish',
-  );
-  for (const j of rows) {
-    assert.equal(j?.status, 'succeeded', `job ${j?.id} succeeded (${j?.lastError ?? ''})`);
-    assert.equal(j?.attempts, 1, `job ${j?.id}: only the attempt that ran is counted`);
-  }
-  assert.equal(spans.length, 12, 'every job ran exactly once');
-  assert.equal(maxRunning, 2, 'at most 2 report jobs at once (and the cap was reached)');
-  // the same from the recorded spans: no instant with 3 overlapping
-  const events = spans.flatMap((s) => [[s.start, 1], [s.end, -1]] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  let cur = 0;
-  for (const [, d] of events) assert.ok((cur += d) <= 2, 'never 3 spans overlap');
-  assert.ok(log.count('job.capped') > 0, 'jobs over the cap were handed back (the workers did try to run more)');
-  assert.deepEqual(await main.listLocks({ name: 'jobtype:report' }), [], 'every cap slot was released');
+
+  test('globalConcurrency 2: never 3 running across 3 workers of concurrency 5; hand-backs use no attempt', { timeout: 60_000 }, async () => {
+    const { storage: main, another, cleanup } = await openTestStorage(kind);
+    cleanups.push(cleanup);
+    const log = new LogCapture();
+    let running = 0;
+    let maxRunning = 0;
+    const spans: { id: string; start: number; end: number }[] = [];
+    const report = defineJob({
+      type: 'report',
+      globalConcurrency: 2,
+      maxAttempts: 1, // a counted hand-back would leave no attempt to run it: the job would die
+      handler: async (_p: unknown, ctx) => {
+        running++;
+        maxRunning = Math.max(maxRunning, running);
+        const start = Date.now();
+        await sleep(60);
+        spans.push({ id: ctx.job.id, start, end: Date.now() });
+        running--;
+      },
+    });
+    const client = new Client({ storage: main, jobs: [report] });
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) ids.push((await client.enqueue('report', { i })).id);
+    for (let i = 0; i < 3; i++) {
+      const w = new Worker({ storage: await another(), jobs: [report], concurrency: 5, pollIntervalMs: 20, leaseMs: 5_000, sweeper: false, scheduler: false, logger: log.logger });
+      workers.push(w);
+      await w.start();
+    }
+    const rows = await waitFor(
+      async () => {
+        const all = await Promise.all(ids.map((id) => main.getJob(id)));
+        return all.every((j) => j?.status === 'succeeded' || j?.status === 'dead' || j?.status === 'failed') ? all : null;
+      },
+      45_000,
+      'every report job to finish',
+    );
+    for (const j of rows) {
+      assert.equal(j?.status, 'succeeded', `job ${j?.id} succeeded (${j?.lastError ?? ''})`);
+      assert.equal(j?.attempts, 1, `job ${j?.id}: only the attempt that ran is counted`);
+    }
+    assert.equal(spans.length, 12, 'every job ran exactly once');
+    assert.equal(maxRunning, 2, 'at most 2 report jobs at once (and the cap was reached)');
+    // the same from the recorded spans: no instant with 3 overlapping
+    const events = spans.flatMap((s) => [[s.start, 1], [s.end, -1]] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    let cur = 0;
+    for (const [, d] of events) assert.ok((cur += d) <= 2, 'never 3 spans overlap');
+    assert.ok(log.count('job.capped') > 0, 'jobs over the cap were handed back (the workers did try to run more)');
+    assert.deepEqual(await main.listLocks({ name: 'jobtype:report' }), [], 'every cap slot was released');
+  });
 });
