@@ -8,7 +8,7 @@
  * batch are alive). Reading `ctx.heartbeat` (or destructuring it) gives a function bound to
  * this attempt, as before.
  */
-import { LeaseLostError, LeaseholdError, NotSupportedError } from '../core/index.js';
+import { LeaseLostError, LeaseholdError, NotSupportedError, validateEffectKey } from '../core/index.js';
 import type { ClaimedJob, EffectRecord, Storage } from '../core/storage.js';
 import type { Logger } from './env.js';
 import type { EffectBatcher } from './effect-batcher.js';
@@ -97,6 +97,7 @@ async function succeedInTransaction(host: ContextHost, tx: unknown): Promise<voi
  */
 async function once<T>(host: ContextHost, key: string, fn: () => T | Promise<T>): Promise<T> {
   const { storage, effects, job } = host;
+  validateEffectKey(key);
   host.throwIfAborted();
   const params = { key, jobId: job.id, leaseToken: job.leaseToken };
   const r = await effects.reserve(params);
@@ -109,6 +110,10 @@ async function once<T>(host: ContextHost, key: string, fn: () => T | Promise<T>)
     return r.result as T;
   }
   await confirmLease(host, `effect ${key}`);
+  // checked again in the step that calls fn: work queued behind the confirmation may have outlasted the lease
+  if (!host.leaseSurelyHeld()) await confirmLease(host, `effect ${key}`);
+  if (!host.leaseSurelyHeld()) throw host.leaseLost(`effect ${key}`);
+  host.throwIfAborted();
   const result = await fn();
   const recorded = await recordEffect(storage, effects, { ...params, result: result === undefined ? null : result }).catch((e: unknown) => {
     host.log.error({ event: 'effect.unrecorded', key, err: (e as Error).message }, 'effect ran but its record could not be written; a retry of this job will run it again');
