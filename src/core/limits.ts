@@ -79,3 +79,10 @@ export function validateKeyText(what: string, v: unknown, maxLength: number): st
 export function validateEffectKey(key: unknown): string {
   return validateKeyText('effect key', key, MAX_EFFECT_KEY_LENGTH);
 }
+
+/** How long a connection of an adapter's own pool may sit idle inside a transaction: a frozen process must not keep its row locks. */
+export function idleTransactionTimeoutMs(v: unknown): number {
+  if (v === undefined) return 10_000;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1_000 || v > MAX_DELAY_MS) invalid('idleTransactionTimeoutMs must be a whole number of ms, at least 1000');
+  return v;
+}

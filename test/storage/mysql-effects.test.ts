@@ -49,7 +49,7 @@ describe('mysql specific: effect ledger', { skip: url === null }, () => {
   const { dbUrl, db, make, pools } = throwawayDatabase(url);
 
   const newPool = (size: number): mysql.Pool => {
-    const p = createPool(dbUrl(db), size);
+    const p = createPool(dbUrl(db), size, 10_000);
     pools.push(p);
     return p;
   };

@@ -29,7 +29,7 @@ export function throwawayDatabase(url: string | null) {
   let admin: mysql.Connection;
   const owned: MysqlStorage[] = [];
   const pools: mysql.Pool[] = [];
-  const make = (opts: { pool?: mysql.Pool; tablePrefix?: string; poolSize?: number } = {}): MysqlStorage => {
+  const make = (opts: { pool?: mysql.Pool; tablePrefix?: string; poolSize?: number; idleTransactionTimeoutMs?: number } = {}): MysqlStorage => {
     const s = mysqlStorage(opts.pool ? opts : { uri: dbUrl(db), ...opts });
     owned.push(s);
     return s;

@@ -46,8 +46,8 @@ export async function exec(c: Queryable, sql: string, values?: readonly unknown[
 }
 
 /** The pool the adapter creates and owns from a URI. */
-export function createPool(uri: string, size: number): mysql.Pool {
-  return mysql.createPool({
+export function createPool(uri: string, size: number, idleTxMs: number): mysql.Pool {
+  const pool = mysql.createPool({
     uri,
     connectionLimit: size,
     // DATETIME holds UTC: mysql2 reads and writes it as UTC whatever the session time zone says
@@ -64,6 +64,11 @@ export function createPool(uri: string, size: number): mysql.Pool {
     // fewer round trips. Values are still escaped by mysql2, never spliced in by us.
     multipleStatements: true,
   });
+  // MariaDB only (MySQL has no such limit and skips the /*M! … */ part): a process frozen
+  // inside one of our transactions must not hold its row locks, and so block a rescue, for ever
+  const idle = `SET @leasehold_pool = 1 /*M!100300 , SESSION idle_transaction_timeout = ${Math.ceil(idleTxMs / 1000)} */`;
+  pool.pool.on('connection', (c) => void c.query(idle));
+  return pool;
 }
 
 /** The caller's own transaction handle: a mysql2/promise (Pool)Connection, or a callback one. */

@@ -6,6 +6,7 @@
  */
 import mysql from 'mysql2/promise';
 import { ValidationError } from '../../core/errors.js';
+import { idleTransactionTimeoutMs } from '../../core/limits.js';
 import type {
   AttemptRow, Capabilities, ClaimParams, ClaimedJob, EffectParams, EffectRecord, EffectReservation, EffectRow, ExpiredLease, ExpiredLeaseQuery,
   FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount, JobQuery, JobRow,
@@ -38,6 +39,8 @@ export interface MysqlStorageOptions {
   tablePrefix?: string;
   /** connections in the pool we create; default 10 */
   poolSize?: number;
+  /** MariaDB ends a connection of our pool left idle inside a transaction this long (default 10 s) */
+  idleTransactionTimeoutMs?: number;
 }
 
 
@@ -65,7 +68,7 @@ export class MysqlStorage implements Storage {
       this.pool = opts.pool as unknown as PoolLike;
     } else {
       if (!opts.uri) throw new ValidationError('INVALID_OPTION', 'mysql storage needs a `uri` or a `pool`');
-      this.ownPool = createPool(opts.uri, opts.poolSize ?? 10);
+      this.ownPool = createPool(opts.uri, opts.poolSize ?? 10, idleTransactionTimeoutMs(opts.idleTransactionTimeoutMs));
       this.pool = this.ownPool as unknown as PoolLike;
     }
   }

@@ -13,6 +13,7 @@
  */
 import pg from 'pg';
 import { LeaseholdError, SchemaTooNewError, ValidationError } from '../../core/errors.js';
+import { idleTransactionTimeoutMs } from '../../core/limits.js';
 import type {
   AttemptRow, Capabilities, ClaimedJob, ClaimParams, EffectParams, EffectRecord, EffectReservation, EffectRow,
   ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, InsertResult, JobCount,
@@ -56,6 +57,8 @@ export interface PostgresStorageOptions {
    * return.
    */
   connectTimeoutMs?: number;
+  /** the server ends a connection of our pool left idle inside a transaction this long (default 10 s) */
+  idleTransactionTimeoutMs?: number;
 }
 
 /** See PostgresStorageOptions.connectTimeoutMs. */
@@ -113,6 +116,8 @@ export class PostgresStorage implements Storage {
       this.pool = new pg.Pool({
         connectionString: opts.connectionString, max: opts.poolSize ?? 10, application_name: 'leasehold', types: fastTypes,
         connectionTimeoutMillis: connectTimeoutMs,
+        // a process frozen inside one of our transactions must not hold its row locks, and so block a rescue, for ever
+        idle_in_transaction_session_timeout: idleTransactionTimeoutMs(opts.idleTransactionTimeoutMs),
       });
       // An idle client whose connection drops emits 'error' on the pool; without a listener that
       // would crash the process. The next query gets a fresh connection (or a classified error).
