@@ -7,7 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import type { Storage } from '../../src/core/storage.js';
+import { after, before, describe } from 'node:test';
+import type { EffectParams, EffectReservation, Storage } from '../../src/core/storage.js';
 import { Client } from '../../src/runtime/client.js';
 import { mysqlStorage } from '../../src/storage/mysql/index.js';
 import { postgresStorage } from '../../src/storage/postgres/index.js';
@@ -77,4 +78,43 @@ async function dropMysqlPrefix(prefix: string): Promise<void> {
   } finally {
     await c.end();
   }
+}
+
+/** A describe() per storage kind, each on its own fresh database; `h()` is the suite's harness once before() ran. */
+export async function describeEachEdge(title: string, body: (h: () => Harness, kind: EdgeKind) => void): Promise<void> {
+  for (const kind of ['memory', 'sqlite', 'postgres', 'mysql'] as EdgeKind[]) {
+    const suite = `${title} (${kind})`;
+    const skip = await edgeSkip(kind, suite);
+    describe(suite, { skip }, () => {
+      let harness: Harness | undefined;
+      let close: () => Promise<void> = async () => {};
+      before(async () => {
+        ({ h: harness, close } = await openEdge(kind));
+      });
+      after(() => close());
+      body(() => harness as Harness, kind);
+    });
+  }
+}
+
+/** `storage` whose first effect reserve (alone or batched) runs `then` once it landed, before it is answered. */
+export function onFirstReserve(storage: Storage, then: (p: EffectParams) => Promise<void>): Storage {
+  let first = true;
+  const hook = async <T>(p: EffectParams, answer: T): Promise<T> => {
+    if (first) {
+      first = false;
+      await then(p);
+    }
+    return answer;
+  };
+  return new Proxy(storage, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      if (prop === 'reserveEffect') return async (p: EffectParams) => hook(p, await target.reserveEffect(p));
+      if (prop === 'reserveEffects' && target.reserveEffects) {
+        return async (ps: EffectParams[]) => hook(ps[0] as EffectParams, await (target.reserveEffects as (x: EffectParams[]) => Promise<EffectReservation[]>).call(target, ps));
+      }
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
 }

@@ -12,11 +12,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { AbortReason } from '../../src/core/index.js';
-import type { EffectParams, EffectReservation, Storage } from '../../src/core/storage.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
 import { JobRegistry } from '../../src/runtime/job-definition.js';
 import { Sweeper } from '../../src/runtime/sweeper.js';
-import { type EdgeKind, edgeSkip, openEdge } from './edge-kinds.js';
+import { type EdgeKind, edgeSkip, onFirstReserve, openEdge } from './edge-kinds.js';
 import type { Harness } from './support.js';
 import { deferred, overriding, waitFor } from './support.js';
 
@@ -25,26 +24,6 @@ const LEASE_MS = 600;
 /** Block this thread for `ms`: nothing else in the process runs meanwhile. */
 function stall(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-/** `storage` whose effect reserves (one at a time or batched) run `after` once the first one has landed, before it is answered. */
-function afterFirstReserve(storage: Storage, after: () => Promise<void>): Storage {
-  let first = true;
-  const hook = async <T>(answer: T): Promise<T> => {
-    if (first) {
-      first = false;
-      await after();
-    }
-    return answer;
-  };
-  return new Proxy(storage, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver) as unknown;
-      if (prop === 'reserveEffect') return async (p: EffectParams) => hook(await target.reserveEffect(p));
-      if (prop === 'reserveEffects' && target.reserveEffects) return async (ps: EffectParams[]) => hook(await (target.reserveEffects as (x: EffectParams[]) => Promise<EffectReservation[]>).call(target, ps));
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
 }
 
 for (const kind of ['memory', 'sqlite', 'postgres', 'mysql'] as EdgeKind[]) {
@@ -81,7 +60,7 @@ for (const kind of ['memory', 'sqlite', 'postgres', 'mysql'] as EdgeKind[]) {
       const sweeper = new Sweeper(h.storage, new JobRegistry([def]), h.log.logger, Math.random, { intervalMs: 1_000_000, retention: false, workerSilenceMs: 60_000 });
       // the reserve lands; then the process stalls past the lease (renewals it would send are
       // not sent), and a sweeper rescues the job before the answer reaches the handler
-      const withPause = afterFirstReserve(h.storage, async () => {
+      const withPause = onFirstReserve(h.storage, async () => {
         paused = true;
         stall(LEASE_MS + 200);
         await waitFor(async () => (await sweeper.sweep()) === 1, 5_000, 'the rescue of the lapsed lease');
