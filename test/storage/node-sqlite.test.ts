@@ -8,36 +8,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { ValidationError } from '../../src/core/errors.js';
-import type { Storage } from '../../src/core/storage.js';
 import { openStorage, parseDbUrl } from '../../src/storage/open.js';
 import { sqliteStorage } from '../../src/storage/sqlite/index.js';
 import { runStorageConformance } from '../conformance/index.js';
+import { sqliteConformance } from './sqlite-support.js';
 
-const driver = 'node:sqlite';
-
-runStorageConformance({
-  name: 'sqlite (node:sqlite)',
-  create: async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'leasehold-node-sqlite-conf-'));
-    const file = path.join(dir, 'jobs.db');
-    const storage = sqliteStorage({ path: file, driver });
-    await storage.migrate();
-    const others: Storage[] = [];
-    return {
-      storage,
-      connectAnother: async () => {
-        const s = sqliteStorage({ path: file, driver });
-        others.push(s);
-        return s;
-      },
-      cleanup: async () => {
-        for (const s of others) await s.close();
-        await storage.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  },
-});
+runStorageConformance(sqliteConformance('sqlite (node:sqlite)', 'node:sqlite'));
 
 describe('sqlite: URLs pick the driver', () => {
   it('?driver= names it; the path keeps any other question mark', () => {
