@@ -30,6 +30,7 @@ const DAY = 86_400_000;
 
 export class Sweeper {
   #timer: NodeJS.Timeout | undefined;
+  #running = false;
   #lastMaintenance = 0;
   #failing = false;
   #reportedUnhandled = '';
@@ -43,8 +44,11 @@ export class Sweeper {
   ) {}
 
   start(): void {
+    this.#running = true;
     const loop = async () => {
       await this.tick();
+      // a tick still out when stop() ran must not arm another
+      if (!this.#running) return;
       // ±20 % jitter so sweepers on many hosts drift apart instead of firing together.
       this.#timer = setTimeout(loop, this.opts.intervalMs * (0.8 + 0.4 * this.random()));
     };
@@ -52,6 +56,7 @@ export class Sweeper {
   }
 
   stop(): void {
+    this.#running = false;
     clearTimeout(this.#timer);
   }
 
