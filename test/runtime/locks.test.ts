@@ -5,8 +5,8 @@
  * and withLock rejects with it without touching the new holder; acquire waits, with a timeout.
  *
  * "Taken from it" is simulated with the memory storage's injectable clock (the database's
- * "now" jumps past the TTL, so another holder can acquire) and, on every storage, with a
- * storage whose extendLock hangs (as a stalled connection would).
+ * "now" jumps past the TTL, so another holder can acquire) and with a storage whose extendLock
+ * hangs (as a stalled connection would); the rest runs on every storage.
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
@@ -50,11 +50,11 @@ async function fresh(kind: StorageKind): Promise<Storage> {
 }
 
 await describeEachKind('withLock', STORAGE_KINDS, (kind) => {
-  test('keeps the lock while fn runs past the TTL: extended, never free for another, released at the end', { timeout: 20_000 }, async () => {
+  test('keeps the lock while fn runs past the TTL: extended, never free for another, released at the end', { timeout: 30_000 }, async () => {
     const storage = await fresh(kind);
     const mine = createLocks(storage, { owner: 'mine' });
     const other = createLocks(storage, { owner: 'other' });
-    const TTL = 600;
+    const TTL = 1_500;
     const out = await mine.withLock('long', { ttlMs: TTL }, async (signal, lock) => {
       const firstExpiry = lock.expiresAt.getTime();
       let tries = 0;
@@ -81,8 +81,26 @@ await describeEachKind('withLock', STORAGE_KINDS, (kind) => {
     assert.ok(await other.tryAcquire('long', { ttlMs: TTL }), 'free for the next one');
   });
 
+  test('a held lock: withLock waits up to timeoutMs, then LOCK_TIMEOUT without running fn', async () => {
+    const storage = await fresh(kind);
+    const a = createLocks(storage);
+    await a.tryAcquire('busy', { ttlMs: 60_000 });
+    let ran = false;
+    await assert.rejects(
+      a.withLock('busy', { ttlMs: 1_000, timeoutMs: 150, retryMs: 20 }, () => {
+        ran = true;
+      }),
+      (e: unknown) => e instanceof LockTimeoutError && e.code === 'LOCK_TIMEOUT',
+    );
+    assert.equal(ran, false);
+  });
+});
+
+// "taken from it" needs the database's clock to jump past the TTL, which a server's clock cannot;
+// and a race of the lock's own timer against the database's expiry wants both on one clock
+describe('withLock, a lost lock on one clock (memory)', () => {
   test('extends that never return: fn is aborted once the TTL has run out, before anyone else can be granted it', { timeout: 10_000 }, async () => {
-    const real = await fresh(kind);
+    const real = await fresh('memory');
     const pending: (() => void)[] = [];
     const stalled = withExtend(real, (p) => new Promise((resolve) => pending.push(() => void real.extendLock(p).then(resolve))));
     const locks = createLocks(stalled, { owner: 'stalled' });
@@ -111,23 +129,6 @@ await describeEachKind('withLock', STORAGE_KINDS, (kind) => {
     assert.equal((await other.list('stall'))[0]?.owner, 'other');
   });
 
-  test('a held lock: withLock waits up to timeoutMs, then LOCK_TIMEOUT without running fn', async () => {
-    const storage = await fresh(kind);
-    const a = createLocks(storage);
-    await a.tryAcquire('busy', { ttlMs: 60_000 });
-    let ran = false;
-    await assert.rejects(
-      a.withLock('busy', { ttlMs: 1_000, timeoutMs: 150, retryMs: 20 }, () => {
-        ran = true;
-      }),
-      (e: unknown) => e instanceof LockTimeoutError && e.code === 'LOCK_TIMEOUT',
-    );
-    assert.equal(ran, false);
-  });
-});
-
-// "taken from it" needs the database's clock to jump past the TTL, which a server's clock cannot
-describe('withLock, the clock passing the TTL (memory)', () => {
   test('an extend rejected (expired and taken over): signal aborts with LOCK_LOST, withLock rejects, the new holder keeps it', { timeout: 10_000 }, async () => {
     const { storage, skip } = await skewedMemory();
     const locks = createLocks(storage, { owner: 'old' });
