@@ -138,7 +138,8 @@ async function openRaw(kind: StorageKind, poolSize: number): Promise<TestStorage
   }
 }
 
-async function dropPostgresSchema(schema: string): Promise<void> {
+/** Drop a test's schema and all it holds. */
+export async function dropPostgresSchema(schema: string): Promise<void> {
   const admin = new pg.Client({ connectionString: TEST_URLS.postgres });
   await admin.connect();
   try {
@@ -148,7 +149,8 @@ async function dropPostgresSchema(schema: string): Promise<void> {
   }
 }
 
-async function dropMysqlTables(prefix: string): Promise<void> {
+/** Drop a test's tables: those of the database under its prefix. */
+export async function dropMysqlTables(prefix: string): Promise<void> {
   const admin = await mysql.createConnection(TEST_URLS.mysql);
   try {
     // the test's tables: this database's tables under its prefix (LIKE's _ escaped)
