@@ -10,9 +10,9 @@ import type { AbortReason } from '../../src/core/index.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
 import { Harness, STORAGE_KINDS, describeEachKind, overriding, waitFor } from './support.js';
 
-const LEASE_MS = 300;
-
 await describeEachKind('leases that cannot be renewed', STORAGE_KINDS, (kind) => {
+  // renewals every third of the lease: against a busy server a 100 ms round trip is not rare
+  const LEASE_MS = kind === 'memory' || kind === 'sqlite' ? 300 : 1_000;
   let h: Harness;
   before(async () => {
     h = await Harness.open(kind);
@@ -59,7 +59,7 @@ await describeEachKind('leases that cannot be renewed', STORAGE_KINDS, (kind) =>
       const t0 = Date.now();
       await waitFor(() => reasons.get(first.id), LEASE_MS * 4, 'the handler to be aborted after its lease lapsed');
       assert.equal(reasons.get(first.id)?.code, 'LEASE_LOST');
-      assert.ok(Date.now() - t0 <= LEASE_MS + 200, `aborted at the lapse, ${Date.now() - t0} ms after renewals broke`);
+      assert.ok(Date.now() - t0 <= LEASE_MS * 1.5, `aborted at the lapse, ${Date.now() - t0} ms after renewals broke`);
       assert.equal(h.log.count('heartbeat.failed') - failedBefore, 1, 'one error line for the outage');
 
       // the database answers again: a job running for several lease lengths keeps its lease

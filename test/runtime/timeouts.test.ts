@@ -121,8 +121,9 @@ await describeEachKind('attempt bounds', STORAGE_KINDS, (kind) => {
     const { client } = await h.serve([
       defineJob({
         type: 'busy-forever',
-        timeoutMs: 150,
-        maxRuntimeMs: 600,
+        // inactivity bound far above a heartbeat's round trip to a busy server, runtime bound past two of them
+        timeoutMs: 600,
+        maxRuntimeMs: 1_500,
         maxAttempts: 1,
         handler: async (_p, ctx) => {
           const t0 = Date.now();
@@ -143,8 +144,8 @@ await describeEachKind('attempt bounds', STORAGE_KINDS, (kind) => {
     const dead = await h.waitStatus(job.id, 'dead');
     await waitFor(() => reason, 2_000, 'the handler to see its abort');
     assert.equal(reason?.code, 'MAX_RUNTIME');
-    assert.ok(ranMs >= 590 && ranMs < 2_000, `stopped after ${ranMs} ms, max runtime is 600`);
-    assert.ok(beats > 5, 'it kept heartbeating past the 150 ms inactivity timeout');
+    assert.ok(ranMs >= 1_490, `stopped after ${ranMs} ms, max runtime is 1,500`);
+    assert.ok(beats > 5, 'it kept heartbeating past the 600 ms inactivity timeout');
     assert.equal(dead.lastErrorCode, 'MAX_RUNTIME');
     const attempts = await h.client.listAttempts(job.id);
     assert.deepEqual(attempts.map((a) => a.outcome), ['max_runtime']);
@@ -154,11 +155,12 @@ await describeEachKind('attempt bounds', STORAGE_KINDS, (kind) => {
     const { client } = await h.serve([
       defineJob({
         type: 'slow-but-alive',
-        timeoutMs: 200,
+        // far above a heartbeat's round trip to a busy server
+        timeoutMs: 600,
         maxRuntimeMs: 30_000,
         maxAttempts: 1,
         handler: async (_p, ctx) => {
-          const until = Date.now() + 700;
+          const until = Date.now() + 1_500;
           while (Date.now() < until) {
             await sleep(50);
             await ctx.heartbeat();
@@ -171,7 +173,7 @@ await describeEachKind('attempt bounds', STORAGE_KINDS, (kind) => {
     const done = await h.waitStatus(job.id, 'succeeded');
     const [a] = await h.client.listAttempts(job.id);
     assert.equal(a?.outcome, 'succeeded');
-    assert.ok((a?.durationMs ?? 0) >= 650, `ran ${a?.durationMs} ms, i.e. past its 200 ms timeout`);
+    assert.ok((a?.durationMs ?? 0) >= 1_450, `ran ${a?.durationMs} ms, i.e. past its 600 ms timeout twice`);
     assert.equal(done.attempts, 1);
   });
 });
