@@ -16,6 +16,7 @@ import type { AttemptRow } from '../../src/core/index.js';
 import type { Storage } from '../../src/core/storage.js';
 import { run as mysqlRun, toAttemptRow as mysqlAttemptRow } from '../../src/storage/mysql/mysql-db.js';
 import { openStorage } from '../../src/storage/open.js';
+import { sqliteWriteLockFree } from '../process/support.js';
 import { toAttemptRow as pgAttemptRow } from '../../src/storage/postgres/postgres-rows.js';
 import { toAttemptRow as sqliteAttemptRow } from '../../src/storage/sqlite/sqlite-rows.js';
 import type { DbKind } from '../process/support-db.js';
@@ -85,19 +86,8 @@ async function openSqlite(dir: string): Promise<ChaosDb> {
         db.close();
       }
     },
-    outsideTransactions: async () => {
-      const db = new Database(file, { timeout: 100 });
-      try {
-        // takes the write lock if nobody holds it, and gives it back at once
-        db.exec('BEGIN IMMEDIATE');
-        db.exec('ROLLBACK');
-        return true;
-      } catch {
-        return false;
-      } finally {
-        db.close();
-      }
-    },
+    // takes the write lock if nobody holds it, and gives it back at once
+    outsideTransactions: async () => sqliteWriteLockFree(file, 100),
     close: () => storage.close(),
   };
 }

@@ -151,16 +151,7 @@ export class Sandbox {
    */
   writeLockFree(): boolean {
     if (this.kind !== 'sqlite') throw new Error('writeLockFree: SQLite only');
-    const db = new Database(this.dbPath, { timeout: 250 });
-    try {
-      db.exec('BEGIN IMMEDIATE');
-      db.exec('ROLLBACK');
-      return true;
-    } catch {
-      return false;
-    } finally {
-      db.close();
-    }
+    return sqliteWriteLockFree(this.dbPath, 250);
   }
 
   async close(): Promise<void> {
@@ -178,6 +169,20 @@ export class Sandbox {
  * transaction would block every other process on the file: SQLite's limit, not the one
  * tested); the server kinds lock rows, not the database, so any moment will do.
  */
+/** Whether SQLite's write lock on `file` can be taken within `timeoutMs` (taken and given back at once). */
+export function sqliteWriteLockFree(file: string, timeoutMs: number): boolean {
+  const db = new Database(file, { timeout: timeoutMs });
+  try {
+    db.exec('BEGIN IMMEDIATE');
+    db.exec('ROLLBACK');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    db.close();
+  }
+}
+
 export async function freeze(p: CliProcess, sandbox: Sandbox): Promise<void> {
   if (sandbox.kind !== 'sqlite') {
     p.signal('SIGSTOP');
