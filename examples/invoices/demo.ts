@@ -62,7 +62,7 @@ for (const c of await client.countJobs()) if (c.type !== 'cleanup') byStatus[c.s
 const cleanupJobs = await client.listJobs({ type: 'cleanup', limit: 100 });
 const emails = readFileSync(process.env.OUTBOX, 'utf8').split('\n').filter(Boolean).length;
 console.log(`invoice and report jobs by status: ${JSON.stringify(byStatus)}`);
-console.log(`emails in the outbox: ${emails}; effect ledger entries: ${await storage.countEffects()}`);
+console.log(`emails in the outbox: ${emails}; effect ledger entries: ${await storage.effects.count()}`);
 console.log(`schedule outbox-cleanup (every 2 s) enqueued ${cleanupJobs.length} job(s) so far, each for its own slot: ${cleanupJobs.map((j) => j.slotAt?.toISOString().slice(11, 19)).join(', ')}`);
 const flaky = (await client.listJobs({ type: 'send-invoice-email', limit: 100 })).find((j) => j.attempts > 1 && j.status === 'succeeded');
 if (flaky) {

@@ -43,7 +43,7 @@ export function registerScheduleCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (o: { json?: boolean }, cmd: Command) => {
       await withStorage(cmd, async (s) => {
-        const rows = await s.listSchedules();
+        const rows = await s.schedules.list();
         out(o.json, rows, () => (rows.length ? schedulesTable(rows) : '(no schedules)'));
       });
     });
@@ -81,7 +81,7 @@ export function registerScheduleCommands(program: Command): void {
     .description('delete a schedule (jobs it enqueued stay)')
     .action(async (name: string, _o, cmd: Command) => {
       await withStorage(cmd, async (s) => {
-        if (!(await s.removeSchedule(name))) notFound(name);
+        if (!(await s.schedules.remove({ name }))) notFound(name);
         process.stdout.write(`schedule ${name} removed\n`);
       });
     });
@@ -91,11 +91,11 @@ export function registerScheduleCommands(program: Command): void {
       .description(enabled ? 'enable a schedule; it resumes at its next future slot' : 'disable a schedule; it fires nothing until enabled')
       .action(async (name: string, _o, cmd: Command) => {
         await withStorage(cmd, async (s) => {
-          const row = await s.getSchedule(name);
+          const row = await s.schedules.get({ name });
           if (!row) notFound(name);
           // resuming starts from the next future slot: the disabled period is not a misfire
           const next = enabled ? nextAfterFor(row)(await s.now()) : undefined;
-          const after = await s.setScheduleEnabled({ name, enabled, ...(next !== undefined ? { nextRunAt: next } : {}) });
+          const after = await s.schedules.setEnabled({ name, enabled, ...(next !== undefined ? { nextRunAt: next } : {}) });
           process.stdout.write(`schedule ${name} ${enabled ? `enabled; next run ${iso(after?.nextRunAt ?? null) ?? '(none)'}` : 'disabled'}\n`);
         });
       });
@@ -105,9 +105,9 @@ export function registerScheduleCommands(program: Command): void {
     .description('enqueue one job of the schedule now (its regular slots are unchanged)')
     .action(async (name: string, _o, cmd: Command) => {
       await withStorage(cmd, async (s) => {
-        const row = await s.getSchedule(name);
+        const row = await s.schedules.get({ name });
         if (!row) notFound(name);
-        const job = await s.runScheduleNow({ name, job: scheduledJobOf(row) });
+        const job = await s.schedules.runNow({ name, job: scheduledJobOf(row) });
         if (!job) notFound(name);
         process.stdout.write(`enqueued job ${job.id} (${job.type}) for schedule ${name}\n`);
       });
@@ -122,7 +122,7 @@ export function registerScheduleCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (o: { name?: string; json?: boolean }, cmd: Command) => {
       await withStorage(cmd, async (s) => {
-        const rows = await s.listLocks(o.name === undefined ? {} : { name: o.name });
+        const rows = await s.locks.list(o.name === undefined ? {} : { name: o.name });
         out(o.json, rows, () =>
           rows.length
             ? table(['NAME', 'SLOT', 'HOLDER', 'FENCE', 'SINCE', 'EXPIRES', 'STATE'], rows.map((l) => [l.name, l.slot, l.owner, l.fence, iso(l.acquiredAt), iso(l.expiresAt), l.expired ? 'expired' : 'held']))

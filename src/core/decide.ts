@@ -1,6 +1,6 @@
 /**
  * The decisions: given what happened to an attempt, what the job becomes. Pure; the worker
- * and the sweeper hand the result to `Storage.finishJobs` as one fenced write.
+ * and the sweeper hand the result to `leases.finish` as one fenced write.
  */
 import { isLeaseholdError } from './errors.js';
 import type { RetryPolicy } from './retry.js';

@@ -1,5 +1,5 @@
 /**
- * Rules shared by every adapter's batched effect-ledger calls (reserveEffects, completeEffects).
+ * Rules shared by every adapter's batched effect-ledger calls (effects.reserveMany, effects.completeMany).
  * Pure; nothing here does I/O.
  */
 import { ValidationError } from './errors.js';

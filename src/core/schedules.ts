@@ -5,29 +5,29 @@
  * ./slots.ts and takes a "next fire time" function, so it runs under a fake clock.
  *
  * Storage semantics every adapter must meet (test/conformance/schedules.ts and locks.ts pin them):
- * - upsertSchedules inserts new names with every field, and for an
+ * - schedules.upsert inserts new names with every field, and for an
  *   existing name rewrites every field except `enabled` (an operator's enable/disable survives
  *   restarts) and `created_at`; next_run_at is the given value on insert and when cron, everyMs
- *   or timezone changed, otherwise kept. syncSchedules does the same upserts with source 'code'
+ *   or timezone changed, otherwise kept. schedules.sync does the same upserts with source 'code'
  *   AND, in the same transaction, deletes every schedule with source 'code' whose name is not
- *   given; returns the removed names. dueSchedules: enabled AND next_run_at <= now, oldest first.
- * - fireSchedule, ONE transaction: UPDATE schedules SET next_run_at = nextRunAt, last_run_at = now,
+ *   given; returns the removed names. schedules.due: enabled AND next_run_at <= now, oldest first.
+ * - schedules.fire, ONE transaction: UPDATE schedules SET next_run_at = nextRunAt, last_run_at = now,
  *   last_slot_at = max(slots) WHERE name AND enabled AND next_run_at = expectedNextRunAt (CAS);
  *   zero rows → applied=false and nothing else is written. Otherwise one job per slot is inserted
  *   (status 'queued', run_at = now, schedule_name = name, slot_at = slot); a slot whose
  *   (schedule_name, slot_at) unique key already exists is counted in `duplicates`, not inserted.
- *   runScheduleNow inserts one such job with slot_at = now, next_run_at untouched; null if no
+ *   schedules.runNow inserts one such job with slot_at = now, next_run_at untouched; null if no
  *   such schedule.
- * - Locks: rows (name, slot) for slot 0..slots-1 plus a per-name counter. tryAcquireLock, one
+ * - Locks: rows (name, slot) for slot 0..slots-1 plus a per-name counter. locks.acquire, one
  *   transaction serialised per name: the lowest slot that is free (never held, released, or
  *   expires_at <= now) is taken with a fresh random token, fence = counter + 1 (the counter
  *   never goes down), acquired_at = now, expires_at = now + ttlMs; none free → null, nothing
  *   written. The counter row keeps the slot count of the last grant: first, in the same
  *   transaction, checkLockSlots(stored count, asked count, slots held now) — it throws (nothing
- *   written) for another count while any slot is held; a grant stores its count. extendLock: expires_at = now + ttlMs WHERE name AND token AND expires_at > now.
- *   releaseLock: clears the holding WHERE name AND token AND expires_at > now. Both return
+ *   written) for another count while any slot is held; a grant stores its count. locks.extend: expires_at = now + ttlMs WHERE name AND token AND expires_at > now.
+ *   locks.release: clears the holding WHERE name AND token AND expires_at > now. Both return
  *   whether a row changed: a stale token (expired, released or taken over) gets false.
- *   listLocks: held rows (token set), expired ones flagged, by name then slot.
+ *   locks.list: held rows (token set), expired ones flagged, by name then slot.
  */
 import { ValidationError } from './errors.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, validateName, validatePayload } from './job-input.js';

@@ -17,7 +17,7 @@ const skip: Misfire = { policy: 'skip', windowMs: null, max: 100 };
 const latest: Misfire = { policy: 'latest', windowMs: null, max: 100 };
 const all = (max = 100, windowMs: number | null = null): Misfire => ({ policy: 'all', windowMs, max });
 
-/** Drive a schedule with a fake clock: ticks at `times`, applying each plan like fireSchedule would. */
+/** Drive a schedule with a fake clock: ticks at `times`, applying each plan like schedules.fire would. */
 function drive(misfire: Misfire, start: number, times: number[], graceMs = 3_000): number[] {
   let next: Date | null = new Date(start);
   const fired: number[] = [];

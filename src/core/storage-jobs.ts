@@ -125,7 +125,7 @@ export interface FinishResult {
   applied: boolean;
 }
 
-/** Which expired leases to list (findExpiredLeases). */
+/** Which expired leases to list (leases.findExpired). */
 export interface ExpiredLeaseQuery {
   limit: number;
   /** only jobs of these types (the sweeper's: those it has definitions for); all when omitted */
@@ -159,3 +159,28 @@ export interface AttemptRow {
   /** for retried attempts: how long until the next try */
   retryDelayMs: number | null;
 }
+export interface JobQuery {
+  status?: JobStatus | undefined;
+  queue?: string | undefined;
+  type?: string | undefined;
+  /** newest first; ids below this one (keyset pagination) */
+  beforeId?: string | undefined;
+  limit: number;
+}
+
+export interface JobCount {
+  queue: string;
+  type: string;
+  status: JobStatus;
+  count: number;
+  /** for due statuses: how many have run_at <= now */
+  due: number;
+}
+
+export interface PruneParams {
+  /** finished (succeeded / dead / cancelled) longer ago than this */
+  olderThanMs: number;
+  statuses: readonly JobStatus[];
+  limit: number;
+}
+

@@ -79,7 +79,7 @@ export class Client {
       const row = this.#prepare(item);
       rows.push(row instanceof Promise ? await row : row);
     }
-    const results = await this.storage.insertJobs(rows, tx === undefined ? undefined : { tx });
+    const results = await this.storage.jobs.insert({ jobs: rows, ...tx === undefined ? undefined : { tx } });
     let created = false;
     const jobs: EnqueuedJob[] = [];
     // Adapters hand out fresh rows (the conformance suite checks it), so each is marked in
@@ -127,7 +127,7 @@ export class Client {
   }
 
   async getJob(id: string): Promise<JobRow> {
-    const job = await this.storage.getJob(checkId(id));
+    const job = await this.storage.jobs.get({ id: checkId(id) });
     if (!job) throw new JobNotFoundError(id);
     return job;
   }
@@ -135,38 +135,38 @@ export class Client {
   listJobs(query: Partial<JobQuery> = {}): Promise<JobRow[]> {
     const limit = query.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('INVALID_OPTION', 'limit must be 1-1000');
-    return this.storage.listJobs({ ...query, beforeId: query.beforeId === undefined ? undefined : checkId(query.beforeId), limit });
+    return this.storage.jobs.list({ ...query, beforeId: query.beforeId === undefined ? undefined : checkId(query.beforeId), limit });
   }
 
   listAttempts(jobId: string): Promise<AttemptRow[]> {
-    return this.storage.listAttempts(checkId(jobId));
+    return this.storage.attempts.list({ jobId: checkId(jobId) });
   }
 
   countJobs(): Promise<JobCount[]> {
-    return this.storage.countJobs();
+    return this.storage.queues.counts();
   }
 
   listWorkers(): Promise<WorkerRow[]> {
-    return this.storage.listWorkers();
+    return this.storage.workers.list();
   }
 
   /** Every schedule, with its next and last run. */
   listSchedules(): Promise<ScheduleRow[]> {
-    return this.storage.listSchedules();
+    return this.storage.schedules.list();
   }
 
   /** Locks and semaphore slots currently held: holder, since when, expires when. */
   listLocks(params?: { name?: string }): Promise<LockRow[]> {
-    return this.storage.listLocks(params);
+    return this.storage.locks.list(params);
   }
 
   listEffects(params: { jobId?: string; limit?: number } = {}): Promise<EffectRow[]> {
-    return this.storage.listEffects({ ...params, limit: params.limit ?? 100 });
+    return this.storage.effects.list({ ...params, limit: params.limit ?? 100 });
   }
 
   /** Make a failed, dead, cancelled or waiting job due now, with its attempt budget reset. */
   async retryNow(id: string): Promise<JobRow> {
-    const { job, applied } = await this.storage.retryJob(checkId(id));
+    const { job, applied } = await this.storage.jobs.retry({ id: checkId(id) });
     if (!job) throw new JobNotFoundError(id);
     if (!applied) throw new InvalidStateError(id, job.status, 'retry');
     this.#bus.jobsEnqueued();
@@ -175,7 +175,7 @@ export class Client {
 
   /** Cancel a waiting or running job for good; a running handler's signal fires. */
   async cancel(id: string): Promise<JobRow> {
-    const { job, applied } = await this.storage.cancelJob(checkId(id));
+    const { job, applied } = await this.storage.jobs.cancel({ id: checkId(id) });
     if (!job) throw new JobNotFoundError(id);
     if (!applied) throw new InvalidStateError(id, job.status, 'cancel');
     this.#bus.jobCancelled(job.id);
@@ -187,7 +187,7 @@ export class Client {
    * for it. `aliveWithinMs` decides which workers count as live.
    */
   async unhandledJobs(aliveWithinMs = 60_000): Promise<{ type: string; queue: string; due: number }[]> {
-    const [counts, workers, now] = await Promise.all([this.storage.countJobs(), this.storage.listWorkers(), this.storage.now()]);
+    const [counts, workers, now] = await Promise.all([this.storage.queues.counts(), this.storage.workers.list(), this.storage.now()]);
     return findUnhandled(counts, workers, now, aliveWithinMs);
   }
 }

@@ -77,7 +77,7 @@ export class Heartbeater {
     let pending = leases.filter((l) => !l.pastMaxRuntime);
     if (pending.length === 0) return lost;
     const sentAt = performance.now();
-    const call = this.storage.heartbeat({ leases: pending.map((l) => ({ id: l.job.id, leaseToken: l.job.leaseToken })), leaseMs: this.leaseMs });
+    const call = this.storage.leases.heartbeat({ leases: pending.map((l) => ({ id: l.job.id, leaseToken: l.job.leaseToken })), leaseMs: this.leaseMs });
     for (;;) {
       let answer: Awaited<typeof call> | 'unanswered';
       try {

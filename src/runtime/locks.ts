@@ -75,7 +75,7 @@ export class Locks {
     const owner = opts.owner ?? this.#owner;
     validateLockParams({ name, ttlMs, slots, owner });
     const sentAt = Date.now();
-    const g = await this.#storage.tryAcquireLock({ name, owner, ttlMs, slots });
+    const g = await this.#storage.locks.acquire({ name, owner, ttlMs, slots });
     if (!g) return null;
     const lock = { ...g, ttlMs };
     this.#sentAt.set(lock, sentAt);
@@ -98,12 +98,12 @@ export class Locks {
   /** Renew for another TTL; false when the lock is no longer ours. */
   async extend(lock: Lock, ttlMs = lock.ttlMs): Promise<boolean> {
     validateLockParams({ name: lock.name, ttlMs });
-    return this.#storage.extendLock({ name: lock.name, token: lock.token, ttlMs });
+    return this.#storage.locks.extend({ name: lock.name, token: lock.token, ttlMs });
   }
 
   /** Let go; false when it was no longer ours (expired or taken over). */
   async release(lock: Lock): Promise<boolean> {
-    return this.#storage.releaseLock({ name: lock.name, token: lock.token });
+    return this.#storage.locks.release({ name: lock.name, token: lock.token });
   }
 
   /**
@@ -152,7 +152,7 @@ export class Locks {
   }
 
   list(name?: string) {
-    return this.#storage.listLocks(name === undefined ? {} : { name });
+    return this.#storage.locks.list(name === undefined ? {} : { name });
   }
 }
 

@@ -1,7 +1,7 @@
 /**
  * The scheduler: every tick (with jitter, so many hosts do not stampede) it reads the enabled
  * schedules whose next_run_at has passed, decides which slots to enqueue (src/core/slots.ts:
- * misfire policy, grace), and performs it as ONE guarded write, `fireSchedule`: a
+ * misfire policy, grace), and performs it as ONE guarded write, `schedules.fire`: a
  * compare-and-set on next_run_at plus one job per slot under a unique (schedule, slot) key. Any
  * number of schedulers may run; for each slot exactly one of them wins and the rest change
  * nothing. Times come from the database clock (`storage.now()`), never this host's.
@@ -52,12 +52,12 @@ export async function prepareSchedules(storage: Storage, inputs: readonly Schedu
 
 /** Sync the code-declared set: add, change, and remove (by name) in one transaction. */
 export async function syncSchedules(storage: Storage, inputs: readonly ScheduleInput[]) {
-  return storage.syncSchedules(await prepareSchedules(storage, inputs, 'code'));
+  return storage.schedules.sync({ items: await prepareSchedules(storage, inputs, 'code') });
 }
 
 /** Add or change one schedule by hand (CLI, admin). */
 export async function upsertSchedule(storage: Storage, input: ScheduleInput, source: ScheduleSource = 'cli'): Promise<ScheduleRow> {
-  const [row] = await storage.upsertSchedules(await prepareSchedules(storage, [input], source));
+  const [row] = await storage.schedules.upsert({ items: await prepareSchedules(storage, [input], source) });
   return row as ScheduleRow;
 }
 
@@ -118,7 +118,7 @@ export class Scheduler {
     try {
       let enqueued = 0;
       for (let round = 0; round < 10; round++) {
-        const due = await this.#storage.dueSchedules({ limit: 100 });
+        const due = await this.#storage.schedules.due({ limit: 100 });
         if (due.length === 0) break;
         const now = await this.#storage.now();
         for (const row of due) enqueued += await this.#fire(row, now);
@@ -147,7 +147,7 @@ export class Scheduler {
     const grace = this.#opts.graceMs ?? defaultGraceMs(periodAround(next, row.nextRunAt), this.#intervalMs);
     const plan = planSlots({ policy: row.misfire, windowMs: row.misfireWindowMs, max: row.misfireMax }, row.nextRunAt, now, next, grace);
     if (!plan) return 0;
-    const r = await this.#storage.fireSchedule({
+    const r = await this.#storage.schedules.fire({
       name: row.name, expectedNextRunAt: row.nextRunAt, nextRunAt: plan.nextRunAt, slots: plan.fire, job: scheduledJobOf(row, this.#opts.registry),
     });
     if (!r.applied) return 0;

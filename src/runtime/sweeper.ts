@@ -85,12 +85,12 @@ export class Sweeper {
   async sweep(maxBatches = 10): Promise<number> {
     let rescued = 0;
     for (let i = 0; i < maxBatches; i++) {
-      const expired = await this.storage.findExpiredLeases({ limit: SWEEP_BATCH, types: this.registry.types });
+      const expired = await this.storage.leases.findExpired({ limit: SWEEP_BATCH, types: this.registry.types });
       const params = expired.map((lease) => {
         const def = this.registry.get(lease.type);
         return { id: lease.id, leaseToken: lease.leaseToken, ...decideRescue(lease, def?.onLeaseExpired ?? 'retry', def?.retry ?? DEFAULT_RETRY_POLICY, this.random) };
       });
-      const results = params.length > 0 ? await this.storage.finishJobs(params) : [];
+      const results = params.length > 0 ? await this.storage.leases.finish({ items: params }) : [];
       let applied = 0;
       results.forEach((r, j) => {
         const p = params[j];
@@ -113,12 +113,12 @@ export class Sweeper {
     const r = this.opts.retention;
     if (r !== false) {
       const pruned =
-        (await this.storage.pruneJobs({ statuses: ['succeeded'], olderThanMs: r.succeededMs ?? 7 * DAY, limit: 1000 })) +
-        (await this.storage.pruneJobs({ statuses: ['dead', 'cancelled'], olderThanMs: r.deadMs ?? 30 * DAY, limit: 1000 }));
+        (await this.storage.jobs.prune({ statuses: ['succeeded'], olderThanMs: r.succeededMs ?? 7 * DAY, limit: 1000 })) +
+        (await this.storage.jobs.prune({ statuses: ['dead', 'cancelled'], olderThanMs: r.deadMs ?? 30 * DAY, limit: 1000 }));
       if (pruned > 0) this.log.info({ event: 'jobs.pruned', count: pruned }, 'pruned finished jobs past retention');
     }
-    await this.storage.pruneWorkers({ silentForMs: this.opts.workerSilenceMs * 10 });
-    const [counts, workers, now] = await Promise.all([this.storage.countJobs(), this.storage.listWorkers(), this.storage.now()]);
+    await this.storage.workers.prune({ silentForMs: this.opts.workerSilenceMs * 10 });
+    const [counts, workers, now] = await Promise.all([this.storage.queues.counts(), this.storage.workers.list(), this.storage.now()]);
     const unhandled = findUnhandled(counts, workers, now, this.opts.workerSilenceMs);
     const key = JSON.stringify(unhandled);
     // Report when the picture changes, not every minute.

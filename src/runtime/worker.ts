@@ -68,7 +68,7 @@ export class Worker {
     this.#logInfo = this.log.isLevelEnabled('info');
     this.#completer = new Completer(this.#storage, this.log);
     this.#leases = new LeaseBook(this.log);
-    this.#heartbeater = new Heartbeater(this.#storage, this.#leaseMs, () => this.#leases.renewable(), this.log, () => this.#storage.heartbeatWorker(this.id));
+    this.#heartbeater = new Heartbeater(this.#storage, this.#leaseMs, () => this.#leases.renewable(), this.log, () => this.#storage.workers.heartbeat({ id: this.id }));
     this.#sweeper = opts.sweeper === false ? null : new Sweeper(this.#storage, this.registry, this.log, this.#random, sweeperSettings(opts, this.#leaseMs));
     this.#scheduler =
       opts.scheduler === false
@@ -97,13 +97,13 @@ export class Worker {
     await this.#scheduler?.sync();
     this.#state = 'running';
     const os = await import('node:os');
-    await this.#storage.registerWorker({ id: this.id, host: os.hostname(), pid: process.pid, version: VERSION, queues: this.#queues, types: this.registry.types });
+    await this.#storage.workers.register({ id: this.id, host: os.hostname(), pid: process.pid, version: VERSION, queues: this.#queues, types: this.registry.types });
     const bus = LocalBus.for(this.#storage);
     bus.addEventListener('enqueued', this.#onEnqueued);
     bus.addEventListener('cancelled', this.#onCancelled);
     if (this.#storage.subscribe) {
       // Pushed wake-ups (LISTEN/NOTIFY) from other processes; polling stays the backstop.
-      this.#unsubscribe = await this.#storage.subscribe(() => this.#wake.wake());
+      this.#unsubscribe = await this.#storage.subscribe({ onWake: () => this.#wake.wake() });
     }
     this.#heartbeater.start();
     this.#sweeper?.start();
@@ -185,7 +185,7 @@ export class Worker {
     this.#slots.clock.stop();
     this.#sweeper?.stop();
     // within the same allowance (a worker row left behind is removed by a sweeper once silent)
-    await settlesBy(this.#storage.removeWorker(this.id).catch(() => {}), writesUntil);
+    await settlesBy(this.#storage.workers.remove({ id: this.id }).catch(() => {}), writesUntil);
     this.#state = 'stopped';
     const { handed_back: handedBack, abandoned } = this.#slots.ended;
     this.#stopReport = { handedBack, unstarted: [...unstarted.map((l) => l.job.id), ...this.#lateUnstarted] };
@@ -215,7 +215,7 @@ export class Worker {
         // the lease is surely ours until the lease length after the claim was sent
         const sentAt = performance.now();
         try {
-          const jobs = await this.#storage.claimJobs({ workerId: this.id, types: this.registry.types, queues: this.#queues, limit, leaseMs: this.#leaseMs });
+          const jobs = await this.#storage.leases.claim({ workerId: this.id, types: this.registry.types, queues: this.#queues, limit, leaseMs: this.#leaseMs });
           if (this.#state !== 'running') {
             // stop() began while this claim was out (it may have stopped waiting for it): none
             // of these start; they go straight back, due now, the attempt not counted

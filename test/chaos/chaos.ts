@@ -56,7 +56,7 @@ const ENQUEUE_BATCH = 1_000;
 const ANCHORS = 2;
 
 async function succeeded(db: ChaosDb): Promise<{ succeeded: number; finished: number }> {
-  const counts = await retrying('count jobs', () => db.storage.countJobs());
+  const counts = await retrying('count jobs', () => db.storage.queues.counts());
   let ok = 0;
   let finished = 0;
   for (const c of counts) {
@@ -174,9 +174,9 @@ export async function runChaos(db: ChaosDb, dir: string, s: ChaosSettings): Prom
     exits = await pool.stopAll();
   }
 
-  const jobs = await retrying('list jobs', () => db.storage.listJobs({ limit: s.jobs + 1_000 }));
+  const jobs = await retrying('list jobs', () => db.storage.jobs.list({ limit: s.jobs + 1_000 }));
   const attempts = await retrying('read attempts', () => db.allAttempts());
-  const effects = await retrying('list effects', () => db.storage.listEffects({ limit: s.jobs + 1_000 }));
+  const effects = await retrying('list effects', () => db.storage.effects.list({ limit: s.jobs + 1_000 }));
   const { entries, torn } = readLedger(ledgerDir);
   return {
     ids,

@@ -43,7 +43,7 @@ export async function retrying<T>(what: string, f: () => Promise<T>, timeoutMs =
 }
 
 export function runningJobs(db: ChaosDb): Promise<JobRow[]> {
-  return retrying('list running jobs', () => db.storage.listJobs({ status: 'running', limit: 100_000 }));
+  return retrying('list running jobs', () => db.storage.jobs.list({ status: 'running', limit: 100_000 }));
 }
 
 /** A usable worker holding leases, preferring the one running the most jobs that are not held anchors (mid-effect). */

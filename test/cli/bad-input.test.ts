@@ -91,7 +91,7 @@ describe('leasehold with bad input', () => {
       });
     }
     assert.equal(await jobCount(t.file), 0);
-    assert.deepEqual(await withDb(t.file, (s) => s.listSchedules()), []);
+    assert.deepEqual(await withDb(t.file, (s) => s.schedules.list()), []);
   }
 
   test('bad input or usage: exit 2 with one error line, and no job or schedule written', { timeout: 120_000 }, async () => {
@@ -108,7 +108,7 @@ describe('leasehold with bad input', () => {
     const id = (JSON.parse(e.stdout) as { id: string }).id;
     assert.equal((await cli(['--db', t.db, 'cancel', id])).code, 0);
     assertFailed(await cli(['--db', t.db, 'cancel', id]), 4, new RegExp(`cannot cancel job ${id}: it is cancelled \\[INVALID_STATE\\]`), 'cancel twice');
-    await withDb(t.file, async (s) => assert.equal((await s.getJob(id))?.status, 'cancelled'));
+    await withDb(t.file, async (s) => assert.equal((await s.jobs.get({ id }))?.status, 'cancelled'));
   });
 
   test('a usage error still points at --help, after its one error line', async () => {

@@ -79,7 +79,7 @@ describe('leasehold enqueue / jobs / retry / cancel', () => {
     const c = await run('cancel', id);
     assert.equal(c.code, 0, c.stderr);
     assert.match(c.stdout, new RegExp(`job ${id} cancelled`));
-    await withDb(t.file, async (s) => assert.equal((await s.getJob(id))?.status, 'cancelled'));
+    await withDb(t.file, async (s) => assert.equal((await s.jobs.get({ id }))?.status, 'cancelled'));
 
     // cancelling twice is an invalid state: exit 4 and a message
     const c2 = await run('cancel', id);
@@ -90,7 +90,7 @@ describe('leasehold enqueue / jobs / retry / cancel', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, new RegExp(`job ${id} is due now`));
     await withDb(t.file, async (s) => {
-      const job = await s.getJob(id);
+      const job = await s.jobs.get({ id });
       assert.equal(job?.status, 'queued');
       assert.ok((job?.runAt.getTime() ?? Infinity) <= Date.now() + 5);
     });

@@ -54,22 +54,22 @@ describe('leasehold schedules and locks (the two databases below run side by sid
       assert.match(table, /NAME\s+WHEN\s+TZ/);
       assert.match(table, /nightly-cleanup\s+0 2 \* \* \*\s+Europe\/Warsaw\s+cleanup\s+skip\s+no/);
       assert.match(table, /ten-minutes\s+every 600000 ms\s+-\s+poll\s+all \(max 5\)\s+yes/);
-      assert.equal((await withDb(t.file, (s) => s.getSchedule('nightly-cleanup')))?.enabled, false);
+      assert.equal((await withDb(t.file, (s) => s.schedules.get({ name: 'nightly-cleanup' })))?.enabled, false);
 
       assert.match(await ok([...db, 'schedules', 'enable', 'nightly-cleanup']), /schedule nightly-cleanup enabled; next run \d{4}-/);
-      const enabled = await withDb(t.file, (s) => s.getSchedule('nightly-cleanup'));
+      const enabled = await withDb(t.file, (s) => s.schedules.get({ name: 'nightly-cleanup' }));
       assert.equal(enabled?.enabled, true);
       assert.ok(enabled!.nextRunAt!.getTime() > Date.now() - 5_000, 'resumes at a future slot');
 
       const runNow = await ok([...db, 'schedules', 'run-now', 'nightly-cleanup']);
       const id = /enqueued job (\S+) \(cleanup\) for schedule nightly-cleanup/.exec(runNow)?.[1];
       assert.ok(id, runNow);
-      const job = await withDb(t.file, (s) => s.getJob(id));
+      const job = await withDb(t.file, (s) => s.jobs.get({ id }));
       assert.equal(job?.scheduleName, 'nightly-cleanup');
       assert.ok(job?.slotAt, 'run-now jobs carry a slot time too');
       assert.deepEqual(job?.payload, { days: 30 });
       assert.equal(job?.status, 'queued');
-      const afterRun = await withDb(t.file, (s) => s.getSchedule('nightly-cleanup'));
+      const afterRun = await withDb(t.file, (s) => s.schedules.get({ name: 'nightly-cleanup' }));
       assert.equal(afterRun?.nextRunAt?.getTime(), enabled!.nextRunAt!.getTime(), 'run-now leaves the regular slots alone');
 
       assert.match(await ok([...db, 'schedules', 'remove', 'ten-minutes']), /schedule ten-minutes removed/);
@@ -122,7 +122,7 @@ describe('leasehold schedules and locks (the two databases below run side by sid
     ];
 
     test('bad input: each exits 2 (an unknown schedule 3) with the reason on stderr; no schedule, job or change written', { timeout: 90_000 }, async () => {
-      const before = await withDb(t.file, (s) => s.listSchedules());
+      const before = await withDb(t.file, (s) => s.schedules.list());
       for (let i = 0; i < BAD.length; i += 4) {
         const batch = BAD.slice(i, i + 4);
         const results = await Promise.all(batch.map(([, args]) => cli(['--db', t.db, ...args])));
@@ -133,7 +133,7 @@ describe('leasehold schedules and locks (the two databases below run side by sid
           assert.equal(r.stdout, '', `${name}: nothing on stdout`);
         });
       }
-      assert.deepEqual(await withDb(t.file, (s) => s.listSchedules()), before, 'schedules unchanged');
+      assert.deepEqual(await withDb(t.file, (s) => s.schedules.list()), before, 'schedules unchanged');
       assert.equal(await jobCount(t.file), 0, 'no job written');
     });
   });

@@ -63,7 +63,7 @@ export async function withDb<T>(file: string, fn: (s: Storage) => Promise<T>): P
 }
 
 export async function jobCount(file: string): Promise<number> {
-  return withDb(file, async (s) => (await s.countJobs()).reduce((a, c) => a + c.count, 0));
+  return withDb(file, async (s) => (await s.queues.counts()).reduce((a, c) => a + c.count, 0));
 }
 
 /** The JSON log lines (pino) in a process's stdout. */

@@ -30,7 +30,7 @@ describe('leasehold tick', () => {
     await enqueue('later', 'hello', '{"name":"later"}', '--delay', '1h');
     // a worker "crashed" holding this one: its lease (100 ms) expires, tick must rescue it
     await withDb(t.file, async (s) => {
-      const claimed = await s.claimJobs({ workerId: 'dead-host:1', types: ['hello'], queues: null, limit: 1, leaseMs: 100 });
+      const claimed = await s.leases.claim({ workerId: 'dead-host:1', types: ['hello'], queues: null, limit: 1, leaseMs: 100 });
       assert.deepEqual(claimed.map((c) => c.id), [ids.crashed], 'the oldest due hello job');
     });
     await new Promise((r) => setTimeout(r, 150));
@@ -56,18 +56,18 @@ describe('leasehold tick', () => {
     assert.deepEqual(ran, ['always-fails', 'hello ada attempt=1', 'hello bob attempt=1', 'hello crashed attempt=2']);
 
     await withDb(t.file, async (s) => {
-      const status = async (name: string) => (await s.getJob(ids[name] as string))?.status;
+      const status = async (name: string) => (await s.jobs.get({ id: ids[name] as string }))?.status;
       assert.equal(await status('hello1'), 'succeeded');
       assert.equal(await status('hello2'), 'succeeded');
       assert.equal(await status('crashed'), 'succeeded');
       assert.equal(await status('fails'), 'dead');
       assert.equal(await status('orphan'), 'queued');
       assert.equal(await status('later'), 'queued');
-      const orphan = await s.getJob(ids.orphan as string);
+      const orphan = await s.jobs.get({ id: ids.orphan as string });
       assert.equal(orphan?.attempts, 0);
-      const crashed = await s.listAttempts(ids.crashed as string);
+      const crashed = await s.attempts.list({ jobId: ids.crashed as string });
       assert.deepEqual(crashed.map((a) => a.outcome), ['lease_expired', 'succeeded']);
-      assert.deepEqual(await s.listWorkers(), [], 'the tick worker deregistered');
+      assert.deepEqual(await s.workers.list(), [], 'the tick worker deregistered');
     });
   });
 

@@ -1,4 +1,4 @@
-/** Operator actions: retryJob and cancelJob from every status. */
+/** Operator actions: jobs.retry and jobs.cancel from every status. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { JobStatus } from '../../src/core/status.js';
@@ -13,7 +13,7 @@ export async function jobIn(s: Storage, status: JobStatus, due = false): Promise
   const delay = due ? 0 : 60_000;
   if (status === 'queued') {
     const type = uniq('adm');
-    const [r] = await s.insertJobs([newJob(type, { runAfterMs: delay })]);
+    const [r] = await s.jobs.insert({ jobs: [newJob(type, { runAfterMs: delay })] });
     return { id: r!.job.id, type, lease: null };
   }
   const c = await insertAndClaim(s);
@@ -24,7 +24,7 @@ export async function jobIn(s: Storage, status: JobStatus, due = false): Promise
 }
 
 export function adminTests(h: ConformanceHarness): void {
-  describe('retryJob', () => {
+  describe('jobs.retry', () => {
     const db = useDb(h);
 
     for (const status of ['queued', 'failed', 'dead', 'cancelled'] as const) {
@@ -32,7 +32,7 @@ export function adminTests(h: ConformanceHarness): void {
         const s = db.storage;
         const j = await jobIn(s, status);
         const t0 = (await s.now()).getTime();
-        const res = await s.retryJob(j.id);
+        const res = await s.jobs.retry({ id: j.id });
         const t1 = (await s.now()).getTime();
         assert.equal(res.applied, true);
         const after = await mustGet(s, j.id);
@@ -55,18 +55,18 @@ export function adminTests(h: ConformanceHarness): void {
         const s = db.storage;
         const j = await jobIn(s, status);
         const before = await mustGet(s, j.id);
-        const res = await s.retryJob(j.id);
+        const res = await s.jobs.retry({ id: j.id });
         assert.deepEqual(res, { job: before, applied: false });
         assert.deepEqual(await mustGet(s, j.id), before);
       });
     }
 
     it('an unknown job: { job: null, applied: false }', async () => {
-      assert.deepEqual(await db.storage.retryJob('987654321'), { job: null, applied: false });
+      assert.deepEqual(await db.storage.jobs.retry({ id: '987654321' }), { job: null, applied: false });
     });
   });
 
-  describe('cancelJob', () => {
+  describe('jobs.cancel', () => {
     const db = useDb(h);
 
     for (const status of ['queued', 'failed'] as const) {
@@ -75,7 +75,7 @@ export function adminTests(h: ConformanceHarness): void {
         const j = await jobIn(s, status, true); // due, so "never claimed" means something
         assert.equal((await mustGet(s, j.id)).status, status);
         const t0 = (await s.now()).getTime();
-        const res = await s.cancelJob(j.id);
+        const res = await s.jobs.cancel({ id: j.id });
         const t1 = (await s.now()).getTime();
         assert.equal(res.applied, true);
         const after = await mustGet(s, j.id);
@@ -83,14 +83,14 @@ export function adminTests(h: ConformanceHarness): void {
         assert.equal(after.status, 'cancelled');
         assertBetween(after.finishedAt!.getTime(), t0, t1, 'finishedAt');
         assert.equal(after.lastErrorCode, 'CANCELLED');
-        assert.deepEqual(await s.claimJobs({ workerId: 'w', types: [j.type], queues: null, limit: 5, leaseMs: 1000 }), []);
+        assert.deepEqual(await s.leases.claim({ workerId: 'w', types: [j.type], queues: null, limit: 5, leaseMs: 1000 }), []);
       });
     }
 
     it('from running: the lease is gone, the attempt closes as cancelled, heartbeat and finish are rejected', async () => {
       const s = db.storage;
       const c = await insertAndClaim(s);
-      const res = await s.cancelJob(c.id);
+      const res = await s.jobs.cancel({ id: c.id });
       assert.equal(res.applied, true);
       const after = await mustGet(s, c.id);
       assert.equal(after.status, 'cancelled');
@@ -99,17 +99,17 @@ export function adminTests(h: ConformanceHarness): void {
       assert.equal(after.lockedUntil, null);
       assert.equal(after.lastErrorCode, 'CANCELLED');
       assert.ok(after.finishedAt);
-      const [a] = await s.listAttempts(c.id);
+      const [a] = await s.attempts.list({ jobId: c.id });
       assert.equal(a!.outcome, 'cancelled');
       assert.ok(a!.finishedAt);
       assert.equal(typeof a!.durationMs, 'number');
 
-      const hb = await s.heartbeat({ leases: [{ id: c.id, leaseToken: c.leaseToken }], leaseMs: 60_000 });
+      const hb = await s.leases.heartbeat({ leases: [{ id: c.id, leaseToken: c.leaseToken }], leaseMs: 60_000 });
       assert.deepEqual(hb, { lost: [{ id: c.id, status: 'cancelled' }] });
-      assert.deepEqual(await s.finishJobs([finishOf(c)]), [{ id: c.id, applied: false }]);
+      assert.deepEqual(await s.leases.finish({ items: [finishOf(c)] }), [{ id: c.id, applied: false }]);
       assert.equal((await mustGet(s, c.id)).status, 'cancelled');
-      assert.equal((await s.listAttempts(c.id))[0]!.outcome, 'cancelled');
-      assert.deepEqual(await s.reserveEffect({ key: uniq('eff'), jobId: c.id, leaseToken: c.leaseToken }), { state: 'lost' });
+      assert.equal((await s.attempts.list({ jobId: c.id }))[0]!.outcome, 'cancelled');
+      assert.deepEqual(await s.effects.reserve({ key: uniq('eff'), jobId: c.id, leaseToken: c.leaseToken }), { state: 'lost' });
     });
 
     for (const status of ['succeeded', 'dead', 'cancelled'] as const) {
@@ -117,17 +117,17 @@ export function adminTests(h: ConformanceHarness): void {
         const s = db.storage;
         const j = await jobIn(s, status);
         const before = await mustGet(s, j.id);
-        assert.deepEqual(await s.cancelJob(j.id), { job: before, applied: false });
+        assert.deepEqual(await s.jobs.cancel({ id: j.id }), { job: before, applied: false });
         assert.deepEqual(await mustGet(s, j.id), before);
       });
     }
 
-    it('an unknown job: { job: null, applied: false }; a cancelled job comes back with retryJob', async () => {
+    it('an unknown job: { job: null, applied: false }; a cancelled job comes back with jobs.retry', async () => {
       const s = db.storage;
-      assert.deepEqual(await s.cancelJob('987654321'), { job: null, applied: false });
+      assert.deepEqual(await s.jobs.cancel({ id: '987654321' }), { job: null, applied: false });
       const j = await jobIn(s, 'queued');
-      await s.cancelJob(j.id);
-      assert.equal((await s.retryJob(j.id)).applied, true);
+      await s.jobs.cancel({ id: j.id });
+      assert.equal((await s.jobs.retry({ id: j.id })).applied, true);
       assert.equal((await claimOne(s, j.type)).id, j.id);
     });
   });

@@ -1,5 +1,5 @@
 /**
- * The batched effect-ledger calls (reserveEffects, completeEffects), where an adapter has them:
+ * The batched effect-ledger calls (effects.reserveMany, completeMany), where an adapter has them:
  * one call answers items in every state at once, in input order; a key twice is refused before
  * anything is written; two connections reserving the same keys in opposite orders, or one
  * recording keys while the other reserves them, never deadlock. The single-item semantics are pinned by ./effects.ts, which runs each of its
@@ -12,15 +12,15 @@ import type { Storage } from '../../src/core/storage.js';
 import type { ConformanceHarness } from './index.js';
 import { WRONG_TOKEN, claimOne, finish, insertAndClaim, uniq, useDb } from './helpers.js';
 
-type Batched = Required<Pick<Storage, 'reserveEffects' | 'completeEffects'>>;
+type Batched = Required<Pick<Storage['effects'], 'reserveMany' | 'completeMany'>>;
 
 /** The adapter's batched calls, or a skip where it has none. */
 function batchedOr(t: TestContext, s: Storage, name: string): Batched | null {
-  if (!s.reserveEffects || !s.completeEffects) {
+  if (!s.effects.reserveMany || !s.effects.completeMany) {
     t.skip(`${name} has no batched effect calls`);
     return null;
   }
-  return s as Storage & Batched;
+  return s.effects as Batched;
 }
 
 export function effectBatchTests(h: ConformanceHarness): void {
@@ -36,13 +36,13 @@ export function effectBatchTests(h: ConformanceHarness): void {
       const k = { fresh: uniq('eff'), done: uniq('eff'), busy: uniq('eff'), dead: uniq('eff'), lost: uniq('eff'), again: uniq('eff'), own: uniq('eff'), bad: uniq('eff') };
       const ours = (key: string) => ({ key, jobId: a.id, leaseToken: a.leaseToken });
       // done by `a` earlier; pending under `other`, which still runs; pending under our own token
-      assert.deepEqual(await s.reserveEffect(ours(k.done)), { state: 'reserved' });
-      assert.equal(await s.completeEffect({ ...ours(k.done), result: { sent: 1 } }), true);
-      assert.deepEqual(await s.reserveEffect({ key: k.busy, jobId: other.id, leaseToken: other.leaseToken }), { state: 'reserved' });
-      assert.deepEqual(await s.reserveEffect(ours(k.own)), { state: 'reserved' });
+      assert.deepEqual(await s.effects.reserve(ours(k.done)), { state: 'reserved' });
+      assert.equal(await s.effects.complete({ ...ours(k.done), result: { sent: 1 } }), true);
+      assert.deepEqual(await s.effects.reserve({ key: k.busy, jobId: other.id, leaseToken: other.leaseToken }), { state: 'reserved' });
+      assert.deepEqual(await s.effects.reserve(ours(k.own)), { state: 'reserved' });
       // pending under an attempt that died: its job is claimed again by `again`
       const first = await insertAndClaim(s);
-      assert.deepEqual(await s.reserveEffect({ key: k.dead, jobId: first.id, leaseToken: first.leaseToken }), { state: 'reserved' });
+      assert.deepEqual(await s.effects.reserve({ key: k.dead, jobId: first.id, leaseToken: first.leaseToken }), { state: 'reserved' });
       await finish(s, first, { status: 'failed', runAfterMs: 0, attempt: { outcome: 'lease_expired' } });
       const again = await claimOne(s, first.type);
       const theirs = (key: string) => ({ key, jobId: again.id, leaseToken: again.leaseToken });
@@ -57,7 +57,7 @@ export function effectBatchTests(h: ConformanceHarness): void {
         { key: k.bad, jobId: 'not-an-id', leaseToken: a.leaseToken },
         ours(k.own),
       ];
-      assert.deepEqual(await b.reserveEffects(asked), [
+      assert.deepEqual(await b.reserveMany({ items: asked }), [
         { state: 'reserved' },
         { state: 'done', result: { sent: 1 } },
         { state: 'busy' },
@@ -68,7 +68,7 @@ export function effectBatchTests(h: ConformanceHarness): void {
         { state: 'reserved' },
       ]);
 
-      const recorded = await b.completeEffects([
+      const recorded = await b.completeMany({ items: [
         { ...ours(k.fresh), result: 'fresh' },
         { ...ours(k.busy), result: 'not ours' },
         { ...theirs(k.dead), result: { by: 'again' } },
@@ -76,15 +76,15 @@ export function effectBatchTests(h: ConformanceHarness): void {
         { ...ours(k.own), result: null },
         { ...ours(k.again), result: 'reserved by the other job' },
         { key: k.bad, jobId: 'not-an-id', leaseToken: a.leaseToken, result: 1 },
-      ]);
+      ] });
       assert.deepEqual(recorded, [true, false, true, false, true, false, false]);
       // what the ledger holds now, as a later attempt sees it
-      assert.deepEqual(await s.reserveEffect(theirs(k.dead)), { state: 'done', result: { by: 'again' } });
-      assert.deepEqual(await s.reserveEffect(ours(k.fresh)), { state: 'done', result: 'fresh' });
-      assert.deepEqual(await s.reserveEffect(ours(k.own)), { state: 'done', result: null });
-      assert.deepEqual(await s.reserveEffect(ours(k.busy)), { state: 'busy' }, 'still pending under the other job');
-      assert.deepEqual(await s.reserveEffect(theirs(k.again)), { state: 'reserved' }, 'still pending, ours to complete');
-      assert.equal((await s.listEffects({ jobId: first.id, limit: 10 })).find((e) => e.key === k.dead)?.state, 'done');
+      assert.deepEqual(await s.effects.reserve(theirs(k.dead)), { state: 'done', result: { by: 'again' } });
+      assert.deepEqual(await s.effects.reserve(ours(k.fresh)), { state: 'done', result: 'fresh' });
+      assert.deepEqual(await s.effects.reserve(ours(k.own)), { state: 'done', result: null });
+      assert.deepEqual(await s.effects.reserve(ours(k.busy)), { state: 'busy' }, 'still pending under the other job');
+      assert.deepEqual(await s.effects.reserve(theirs(k.again)), { state: 'reserved' }, 'still pending, ours to complete');
+      assert.equal((await s.effects.list({ jobId: first.id, limit: 10 })).find((e) => e.key === k.dead)?.state, 'done');
     });
 
     it('a key twice in one batch is refused before anything is written; an empty batch is empty', async (t) => {
@@ -94,14 +94,14 @@ export function effectBatchTests(h: ConformanceHarness): void {
       const a = await insertAndClaim(s);
       const key = uniq('eff');
       const p = { key, jobId: a.id, leaseToken: a.leaseToken };
-      const before = await s.countEffects();
-      await assert.rejects(b.reserveEffects([p, { key: uniq('eff'), jobId: a.id, leaseToken: a.leaseToken }, p]), { code: 'INVALID_OPTION' });
-      assert.equal(await s.countEffects(), before, 'nothing reserved');
-      assert.deepEqual(await b.reserveEffects([p]), [{ state: 'reserved' }]);
-      await assert.rejects(b.completeEffects([{ ...p, result: 1 }, { ...p, result: 2 }]), { code: 'INVALID_OPTION' });
-      assert.equal((await s.listEffects({ jobId: a.id, limit: 10 }))[0]?.state, 'pending', 'nothing recorded');
-      assert.deepEqual(await b.reserveEffects([]), []);
-      assert.deepEqual(await b.completeEffects([]), []);
+      const before = await s.effects.count();
+      await assert.rejects(b.reserveMany({ items: [p, { key: uniq('eff'), jobId: a.id, leaseToken: a.leaseToken }, p] }), { code: 'INVALID_OPTION' });
+      assert.equal(await s.effects.count(), before, 'nothing reserved');
+      assert.deepEqual(await b.reserveMany({ items: [p] }), [{ state: 'reserved' }]);
+      await assert.rejects(b.completeMany({ items: [{ ...p, result: 1 }, { ...p, result: 2 }] }), { code: 'INVALID_OPTION' });
+      assert.equal((await s.effects.list({ jobId: a.id, limit: 10 }))[0]?.state, 'pending', 'nothing recorded');
+      assert.deepEqual(await b.reserveMany({ items: [] }), []);
+      assert.deepEqual(await b.completeMany({ items: [] }), []);
     });
 
     it('two connections reserving the same new keys in opposite orders: no deadlock, one holder per key', async (t) => {
@@ -115,8 +115,8 @@ export function effectBatchTests(h: ConformanceHarness): void {
       for (let round = 0; round < 15; round++) {
         const keys = Array.from({ length: 300 }, () => uniq('race'));
         const [ra, rc] = await Promise.all([
-          b1.reserveEffects(keys.map((key) => ({ key, jobId: a.id, leaseToken: a.leaseToken }))),
-          b2.reserveEffects([...keys].reverse().map((key) => ({ key, jobId: c.id, leaseToken: c.leaseToken }))),
+          b1.reserveMany({ items: keys.map((key) => ({ key, jobId: a.id, leaseToken: a.leaseToken })) }),
+          b2.reserveMany({ items: [...keys].reverse().map((key) => ({ key, jobId: c.id, leaseToken: c.leaseToken })) }),
         ]);
         const rcInKeyOrder = [...rc].reverse();
         keys.forEach((key, i) => {
@@ -136,11 +136,11 @@ export function effectBatchTests(h: ConformanceHarness): void {
       for (let round = 0; round < 10; round++) {
         const keys = Array.from({ length: 300 }, () => uniq('rr'));
         const ours = keys.map((key) => ({ key, jobId: a.id, leaseToken: a.leaseToken }));
-        assert.ok((await b1.reserveEffects(ours)).every((r) => r.state === 'reserved'));
+        assert.ok((await b1.reserveMany({ items: ours })).every((r) => r.state === 'reserved'));
         // a's records run from the last key down while c asks for every key from the first up
         const [recorded, asked] = await Promise.all([
-          b1.completeEffects([...ours].reverse().map((p) => ({ ...p, result: p.key }))),
-          b2.reserveEffects(keys.map((key) => ({ key, jobId: c.id, leaseToken: c.leaseToken }))),
+          b1.completeMany({ items: [...ours].reverse().map((p) => ({ ...p, result: p.key })) }),
+          b2.reserveMany({ items: keys.map((key) => ({ key, jobId: c.id, leaseToken: c.leaseToken })) }),
         ]);
         assert.ok(recorded.every(Boolean), `round ${round}: every record landed`);
         asked.forEach((r, i) => {

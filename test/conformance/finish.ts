@@ -1,4 +1,4 @@
-/** finishJobs: fencing, every status, run_at, uncounted attempts, error fields, attempt rows. */
+/** leases.finish: fencing, every status, run_at, uncounted attempts, error fields, attempt rows. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ConformanceHarness } from './index.js';
@@ -7,7 +7,7 @@ import { WRONG_TOKEN, assertBetween, claimOne, finish, finishOf, insertAndClaim,
 const ERR = { code: 'E_BOOM', message: 'it went boom', stack: 'Error: it went boom\n    at handler (x.ts:1:1)' };
 
 export function finishTests(h: ConformanceHarness): void {
-  describe('finishJobs', () => {
+  describe('leases.finish', () => {
     const db = useDb(h);
 
     it('succeeded: sets status and finished_at, clears the lease, keeps run_at and attempts, closes the attempt', async () => {
@@ -27,7 +27,7 @@ export function finishTests(h: ConformanceHarness): void {
       assert.equal(j.runAt.getTime(), c.runAt.getTime(), 'run_at untouched without runAfterMs');
       assert.equal(j.lastErrorCode, null);
       assert.equal(j.lastError, null);
-      const [a] = await s.listAttempts(c.id);
+      const [a] = await s.attempts.list({ jobId: c.id });
       assert.equal(a!.outcome, 'succeeded');
       assertBetween(a!.finishedAt!.getTime(), t0, t1, 'attempt finishedAt');
       assert.equal(a!.finishedAt!.getTime(), j.finishedAt!.getTime(), 'the attempt ends when the job does');
@@ -54,13 +54,13 @@ export function finishTests(h: ConformanceHarness): void {
       assert.equal(j.lastErrorCode, 'E_BOOM');
       assert.equal(j.lastError, 'it went boom');
       assert.equal(j.leaseToken, null);
-      const [a] = await s.listAttempts(c.id);
+      const [a] = await s.attempts.list({ jobId: c.id });
       assert.equal(a!.outcome, 'failed');
       assert.equal(a!.errorCode, 'E_BOOM');
       assert.equal(a!.errorMessage, 'it went boom');
       assert.equal(a!.errorStack, ERR.stack);
       assert.equal(a!.retryDelayMs, 7_000);
-      assert.deepEqual(await s.claimJobs({ workerId: 'w', types: [c.type], queues: null, limit: 1, leaseMs: 1000 }), [], 'not due yet');
+      assert.deepEqual(await s.leases.claim({ workerId: 'w', types: [c.type], queues: null, limit: 1, leaseMs: 1000 }), [], 'not due yet');
     });
 
     it('dead and cancelled: terminal, finished_at set; error without a stack stores null', async () => {
@@ -75,7 +75,7 @@ export function finishTests(h: ConformanceHarness): void {
         assert.equal(j.status, status);
         assertBetween(j.finishedAt!.getTime(), t0, t1, `${status} finishedAt`);
         assert.equal(j.lastErrorCode, err.code);
-        const [a] = await s.listAttempts(c.id);
+        const [a] = await s.attempts.list({ jobId: c.id });
         assert.equal(a!.outcome, status);
         assert.equal(a!.errorCode, err.code);
         assert.equal(a!.errorStack, null);
@@ -93,7 +93,7 @@ export function finishTests(h: ConformanceHarness): void {
       assert.equal(j.attempts, 0);
       assert.equal(j.finishedAt, null);
       assertBetween(j.runAt.getTime(), t0 + 2_000, t1 + 2_000, 'runAt');
-      const [a] = await s.listAttempts(c.id);
+      const [a] = await s.attempts.list({ jobId: c.id });
       assert.equal(a!.outcome, 'snoozed');
       assert.equal(a!.retryDelayMs, 2_000);
 
@@ -122,10 +122,10 @@ export function finishTests(h: ConformanceHarness): void {
       const s = db.storage;
       const c = await insertAndClaim(s);
       const before = await mustGet(s, c.id);
-      const res = await s.finishJobs([finishOf(c, { leaseToken: WRONG_TOKEN, status: 'dead', error: ERR, attempt: { outcome: 'dead', error: ERR } })]);
+      const res = await s.leases.finish({ items: [finishOf(c, { leaseToken: WRONG_TOKEN, status: 'dead', error: ERR, attempt: { outcome: 'dead', error: ERR } })] });
       assert.deepEqual(res, [{ id: c.id, applied: false }]);
       assert.deepEqual(await mustGet(s, c.id), before);
-      const [a] = await s.listAttempts(c.id);
+      const [a] = await s.attempts.list({ jobId: c.id });
       assert.equal(a!.outcome, 'running');
       assert.equal(a!.finishedAt, null);
     });
@@ -135,9 +135,9 @@ export function finishTests(h: ConformanceHarness): void {
       const c = await insertAndClaim(s);
       await finish(s, c, { status: 'failed', runAfterMs: 60_000, attempt: { outcome: 'failed' } });
       const before = await mustGet(s, c.id);
-      assert.deepEqual(await s.finishJobs([finishOf(c)]), [{ id: c.id, applied: false }]);
+      assert.deepEqual(await s.leases.finish({ items: [finishOf(c)] }), [{ id: c.id, applied: false }]);
       assert.deepEqual(await mustGet(s, c.id), before);
-      assert.equal((await s.listAttempts(c.id))[0]!.outcome, 'failed');
+      assert.equal((await s.attempts.list({ jobId: c.id }))[0]!.outcome, 'failed');
     });
 
     it('a batch mixing applied and rejected items reports each, in input order', async () => {
@@ -145,13 +145,13 @@ export function finishTests(h: ConformanceHarness): void {
       const a = await insertAndClaim(s);
       const b = await insertAndClaim(s);
       const c = await insertAndClaim(s);
-      const res = await s.finishJobs([
+      const res = await s.leases.finish({ items: [
         finishOf(c),
         finishOf(b, { leaseToken: WRONG_TOKEN }),
         finishOf(a, { status: 'failed', runAfterMs: 0, attempt: { outcome: 'failed' } }),
         finishOf({ id: '987654321', leaseToken: WRONG_TOKEN }),
         finishOf(c, { status: 'dead', attempt: { outcome: 'dead' } }),
-      ]);
+      ] });
       assert.deepEqual(res, [
         { id: c.id, applied: true },
         { id: b.id, applied: false },
@@ -162,7 +162,7 @@ export function finishTests(h: ConformanceHarness): void {
       assert.equal((await mustGet(s, a.id)).status, 'failed');
       assert.equal((await mustGet(s, b.id)).status, 'running');
       assert.equal((await mustGet(s, c.id)).status, 'succeeded');
-      assert.deepEqual(await s.finishJobs([]), []);
+      assert.deepEqual(await s.leases.finish({ items: [] }), []);
     });
 
     it('only the attempt row of this lease is closed', async () => {
@@ -171,7 +171,7 @@ export function finishTests(h: ConformanceHarness): void {
       await finish(s, c1, { status: 'failed', runAfterMs: 0, error: ERR, attempt: { outcome: 'failed', error: ERR, retryDelayMs: 0 } });
       const c2 = await claimOne(s, c1.type);
       await finish(s, c2, { status: 'dead', attempt: { outcome: 'dead' } });
-      const rows = await s.listAttempts(c1.id);
+      const rows = await s.attempts.list({ jobId: c1.id });
       assert.deepEqual(rows.map((r) => [r.attempt, r.outcome, r.errorCode, r.retryDelayMs]), [
         [1, 'failed', 'E_BOOM', 0],
         [2, 'dead', null, null],

@@ -71,7 +71,7 @@ export function assertBetween(actual: number, lo: number, hi: number, what: stri
 
 /** Insert `n` due jobs of `type` and return their ids. */
 export async function insertN(s: Storage, type: string, n: number, over: Partial<NewJob> = {}): Promise<string[]> {
-  const res = await s.insertJobs(Array.from({ length: n }, (_, i) => newJob(type, { payload: { i }, ...over })));
+  const res = await s.jobs.insert({ jobs: Array.from({ length: n }, (_, i) => newJob(type, { payload: { i }, ...over })) });
   return res.map((r) => r.job.id);
 }
 
@@ -81,15 +81,15 @@ export async function insertAndClaim(
   opts: { leaseMs?: number; workerId?: string; job?: Partial<NewJob> } = {},
 ): Promise<ClaimedJob> {
   const type = uniq('job');
-  await s.insertJobs([newJob(type, opts.job)]);
-  const claimed = await s.claimJobs({ workerId: opts.workerId ?? 'w1', types: [type], queues: null, limit: 1, leaseMs: opts.leaseMs ?? 30_000 });
+  await s.jobs.insert({ jobs: [newJob(type, opts.job)] });
+  const claimed = await s.leases.claim({ workerId: opts.workerId ?? 'w1', types: [type], queues: null, limit: 1, leaseMs: opts.leaseMs ?? 30_000 });
   assert.equal(claimed.length, 1, 'expected to claim the job just inserted');
   return claimed[0] as ClaimedJob;
 }
 
 /** Claim the (single, due) job of `type` again. */
 export async function claimOne(s: Storage, type: string, leaseMs = 30_000, workerId = 'w1'): Promise<ClaimedJob> {
-  const claimed = await s.claimJobs({ workerId, types: [type], queues: null, limit: 1, leaseMs });
+  const claimed = await s.leases.claim({ workerId, types: [type], queues: null, limit: 1, leaseMs });
   assert.equal(claimed.length, 1, `expected to claim one ${type} job`);
   return claimed[0] as ClaimedJob;
 }
@@ -100,12 +100,12 @@ export function finishOf(job: { id: string; leaseToken: string }, over: Partial<
 
 /** Finish and assert it landed. */
 export async function finish(s: Storage, job: { id: string; leaseToken: string }, over: Partial<FinishParams> = {}): Promise<void> {
-  const [r] = await s.finishJobs([finishOf(job, over)]);
+  const [r] = await s.leases.finish({ items: [finishOf(job, over)] });
   assert.deepEqual(r, { id: job.id, applied: true });
 }
 
 export async function mustGet(s: Storage, id: string) {
-  const j = await s.getJob(id);
+  const j = await s.jobs.get({ id });
   assert.ok(j, `job ${id} should exist`);
   return j;
 }

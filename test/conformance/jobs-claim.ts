@@ -1,24 +1,24 @@
-/** claimJobs and heartbeat: which rows are due, in which order, what a claim sets. */
+/** leases.claim and heartbeat: which rows are due, in which order, what a claim sets. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ConformanceHarness } from './index.js';
 import { WRONG_TOKEN, assertBetween, claimOne, finish, insertAndClaim, insertN, mustGet, newJob, sleep, uniq, useDb } from './helpers.js';
 
 export function claimTests(h: ConformanceHarness): void {
-  describe('claimJobs', () => {
+  describe('leases.claim', () => {
     const db = useDb(h);
 
     it('claims only due rows: run_at <= now', async () => {
       const s = db.storage;
       const type = uniq('claim');
       const now = (await s.now()).getTime();
-      const res = await s.insertJobs([
+      const res = await s.jobs.insert({ jobs: [
         newJob(type, { runAfterMs: 60_000, payload: 'later' }),
         newJob(type, { runAt: new Date(now + 60_000), payload: 'runAt future' }),
         newJob(type, { runAt: new Date(now - 60_000), payload: 'runAt past' }),
         newJob(type, { payload: 'now' }),
-      ]);
-      const claimed = await s.claimJobs({ workerId: 'w1', types: [type], queues: null, limit: 10, leaseMs: 30_000 });
+      ] });
+      const claimed = await s.leases.claim({ workerId: 'w1', types: [type], queues: null, limit: 10, leaseMs: 30_000 });
       assert.deepEqual(claimed.map((c) => c.id).sort(), [res[2]!.job.id, res[3]!.job.id].sort());
       assert.equal((await mustGet(s, res[0]!.job.id)).status, 'queued');
     });
@@ -26,16 +26,16 @@ export function claimTests(h: ConformanceHarness): void {
     it('claims only the listed types and queues', async () => {
       const s = db.storage;
       const [a, b, other] = [uniq('claim'), uniq('claim'), uniq('claim')];
-      const res = await s.insertJobs([
+      const res = await s.jobs.insert({ jobs: [
         newJob(a, { queue: 'q1' }),
         newJob(a, { queue: 'q2' }),
         newJob(b, { queue: 'q1' }),
         newJob(other, { queue: 'q1' }),
-      ]);
+      ] });
       const ids = res.map((r) => r.job.id);
-      const inQ1 = await s.claimJobs({ workerId: 'w1', types: [a, b], queues: ['q1'], limit: 10, leaseMs: 30_000 });
+      const inQ1 = await s.leases.claim({ workerId: 'w1', types: [a, b], queues: ['q1'], limit: 10, leaseMs: 30_000 });
       assert.deepEqual(inQ1.map((c) => c.id).sort(), [ids[0], ids[2]].sort());
-      const anyQueue = await s.claimJobs({ workerId: 'w1', types: [a, b], queues: null, limit: 10, leaseMs: 30_000 });
+      const anyQueue = await s.leases.claim({ workerId: 'w1', types: [a, b], queues: null, limit: 10, leaseMs: 30_000 });
       assert.deepEqual(anyQueue.map((c) => c.id), [ids[1]]);
       assert.equal((await mustGet(s, ids[3]!)).status, 'queued', 'unlisted type untouched');
     });
@@ -44,27 +44,27 @@ export function claimTests(h: ConformanceHarness): void {
       const s = db.storage;
       const type = uniq('claim');
       const now = (await s.now()).getTime();
-      const res = await s.insertJobs([
+      const res = await s.jobs.insert({ jobs: [
         newJob(type, { payload: 'A', priority: 5, runAt: new Date(now - 1000) }),
         newJob(type, { payload: 'B', priority: 0, runAt: new Date(now - 10) }),
         newJob(type, { payload: 'C', priority: 0, runAt: new Date(now - 1000) }),
         newJob(type, { payload: 'D', priority: -1, runAt: new Date(now - 5) }),
         newJob(type, { payload: 'E', priority: 0, runAt: new Date(now - 1000) }),
-      ]);
+      ] });
       assert.equal(res.length, 5);
       const order: unknown[] = [];
       for (let i = 0; i < 5; i++) {
-        const got = await s.claimJobs({ workerId: 'w1', types: [type], queues: null, limit: 1, leaseMs: 30_000 });
+        const got = await s.leases.claim({ workerId: 'w1', types: [type], queues: null, limit: 1, leaseMs: 30_000 });
         assert.equal(got.length, 1, 'limit 1 claims one');
         order.push(got[0]!.payload);
       }
       assert.deepEqual(order, ['D', 'C', 'E', 'B', 'A']);
-      assert.deepEqual(await s.claimJobs({ workerId: 'w1', types: [type], queues: null, limit: 1, leaseMs: 30_000 }), []);
+      assert.deepEqual(await s.leases.claim({ workerId: 'w1', types: [type], queues: null, limit: 1, leaseMs: 30_000 }), []);
 
       const type2 = uniq('claim');
       await insertN(s, type2, 5);
-      const first = await s.claimJobs({ workerId: 'w1', types: [type2], queues: null, limit: 3, leaseMs: 30_000 });
-      const rest = await s.claimJobs({ workerId: 'w1', types: [type2], queues: null, limit: 3, leaseMs: 30_000 });
+      const first = await s.leases.claim({ workerId: 'w1', types: [type2], queues: null, limit: 3, leaseMs: 30_000 });
+      const rest = await s.leases.claim({ workerId: 'w1', types: [type2], queues: null, limit: 3, leaseMs: 30_000 });
       assert.equal(first.length, 3);
       assert.equal(rest.length, 2);
     });
@@ -72,7 +72,7 @@ export function claimTests(h: ConformanceHarness): void {
     it('sets status, worker, a fresh token, locked_until, heartbeat/started, attempts + 1, and opens an attempt row', async () => {
       const s = db.storage;
       const type = uniq('claim');
-      const [ins] = await s.insertJobs([newJob(type)]);
+      const [ins] = await s.jobs.insert({ jobs: [newJob(type)] });
       const t0 = (await s.now()).getTime();
       const c = await claimOne(s, type, 45_000, 'worker-A');
       const t1 = (await s.now()).getTime();
@@ -92,7 +92,7 @@ export function claimTests(h: ConformanceHarness): void {
       assert.equal(stored.attempts, 1);
       assert.equal(stored.lockedUntil!.getTime(), c.lockedUntil.getTime());
 
-      const attempts = await s.listAttempts(c.id);
+      const attempts = await s.attempts.list({ jobId: c.id });
       assert.equal(attempts.length, 1);
       const a = attempts[0]!;
       assert.equal(a.jobId, c.id);
@@ -109,7 +109,7 @@ export function claimTests(h: ConformanceHarness): void {
       const s = db.storage;
       const type = uniq('claim');
       await insertN(s, type, 10);
-      const batch = await s.claimJobs({ workerId: 'w1', types: [type], queues: null, limit: 10, leaseMs: 30_000 });
+      const batch = await s.leases.claim({ workerId: 'w1', types: [type], queues: null, limit: 10, leaseMs: 30_000 });
       assert.equal(new Set(batch.map((c) => c.leaseToken)).size, 10);
 
       const c1 = batch[0]!;
@@ -119,7 +119,7 @@ export function claimTests(h: ConformanceHarness): void {
       assert.notEqual(c2.leaseToken, c1.leaseToken);
       assert.equal(c2.attempts, 2);
       assert.equal(c2.lockedBy, 'w2');
-      const attempts = await s.listAttempts(c1.id);
+      const attempts = await s.attempts.list({ jobId: c1.id });
       assert.deepEqual(attempts.map((a) => [a.attempt, a.outcome, a.leaseToken]), [
         [1, 'failed', c1.leaseToken],
         [2, 'running', c2.leaseToken],
@@ -130,7 +130,7 @@ export function claimTests(h: ConformanceHarness): void {
       const s = db.storage;
       const c = await insertAndClaim(s, { leaseMs: 50 });
       await sleep(90);
-      assert.deepEqual(await s.claimJobs({ workerId: 'w2', types: [c.type], queues: null, limit: 5, leaseMs: 30_000 }), []);
+      assert.deepEqual(await s.leases.claim({ workerId: 'w2', types: [c.type], queues: null, limit: 5, leaseMs: 30_000 }), []);
       assert.equal((await mustGet(s, c.id)).leaseToken, c.leaseToken);
     });
   });
@@ -143,7 +143,7 @@ export function claimTests(h: ConformanceHarness): void {
       const c = await insertAndClaim(s, { leaseMs: 1_000 });
       await sleep(15);
       const t0 = (await s.now()).getTime();
-      const res = await s.heartbeat({ leases: [{ id: c.id, leaseToken: c.leaseToken }], leaseMs: 60_000 });
+      const res = await s.leases.heartbeat({ leases: [{ id: c.id, leaseToken: c.leaseToken }], leaseMs: 60_000 });
       const t1 = (await s.now()).getTime();
       assert.deepEqual(res, { lost: [] });
       const j = await mustGet(s, c.id);
@@ -161,7 +161,7 @@ export function claimTests(h: ConformanceHarness): void {
       const done = await insertAndClaim(s);
       await finish(s, done);
       const before = await mustGet(s, wrong.id);
-      const res = await s.heartbeat({
+      const res = await s.leases.heartbeat({
         leases: [
           { id: held.id, leaseToken: held.leaseToken },
           { id: wrong.id, leaseToken: WRONG_TOKEN },
@@ -183,9 +183,9 @@ export function claimTests(h: ConformanceHarness): void {
       const s = db.storage;
       const c = await insertAndClaim(s, { leaseMs: 40 });
       await sleep(80);
-      const res = await s.heartbeat({ leases: [{ id: c.id, leaseToken: c.leaseToken }], leaseMs: 60_000 });
+      const res = await s.leases.heartbeat({ leases: [{ id: c.id, leaseToken: c.leaseToken }], leaseMs: 60_000 });
       assert.deepEqual(res.lost, []);
-      const expired = await s.findExpiredLeases({ limit: 1000 });
+      const expired = await s.leases.findExpired({ limit: 1000 });
       assert.ok(!expired.some((e) => e.id === c.id), 'no longer expired');
     });
   });

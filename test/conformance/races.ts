@@ -22,7 +22,7 @@ async function connections(connectAnother: () => Promise<Storage>, n: number): P
 }
 
 async function claimAll(s: Storage, type: string, leaseMs: number): Promise<ClaimedJob[]> {
-  return s.claimJobs({ workerId: 'racer', types: [type], queues: null, limit: 1000, leaseMs });
+  return s.leases.claim({ workerId: 'racer', types: [type], queues: null, limit: 1000, leaseMs });
 }
 
 function rescueOf(c: ClaimedJob): FinishParams {
@@ -45,7 +45,7 @@ export function raceTests(h: ConformanceHarness): void {
           let empty = 0;
           for (let round = 0; empty < 2; round++) {
             const limit = 1 + ((w + round) % 5);
-            const got = await c.claimJobs({ workerId: `claimer-${w}`, types: [type], queues: null, limit, leaseMs: 60_000 });
+            const got = await c.leases.claim({ workerId: `claimer-${w}`, types: [type], queues: null, limit, leaseMs: 60_000 });
             assert.ok(got.length <= limit, `claimed ${got.length} > limit ${limit}`);
             for (const job of got) claims.push({ worker: `claimer-${w}`, job });
             empty = got.length === 0 ? empty + 1 : 0;
@@ -69,7 +69,7 @@ export function raceTests(h: ConformanceHarness): void {
         assert.equal(r.leaseToken, c.job.leaseToken, `job ${r.id} holds the token its claimer got`);
         assert.equal(r.lockedBy, c.worker);
       }
-      const attempts = await Promise.all(ids.map((id) => s.listAttempts(id)));
+      const attempts = await Promise.all(ids.map((id) => s.attempts.list({ jobId: id })));
       for (const [i, a] of attempts.entries()) assert.equal(a.length, 1, `job ${ids[i]} has one attempt row`);
     });
 
@@ -82,11 +82,11 @@ export function raceTests(h: ConformanceHarness): void {
       const mine = new Set(claimed.map((c) => c.id));
       await sleep(PAST_LEASE_MS);
       const sweepers = await connections(() => db.connectAnother(), 6);
-      const seen = await Promise.all(sweepers.map(async (sw) => (await sw.findExpiredLeases({ limit: 100 })).filter((e) => mine.has(e.id))));
+      const seen = await Promise.all(sweepers.map(async (sw) => (await sw.leases.findExpired({ limit: 100 })).filter((e) => mine.has(e.id))));
       for (const found of seen) assert.equal(found.length, 10, 'every sweeper sees every expired lease');
       const results = await Promise.all(
         sweepers.map((sw, i) =>
-          sw.finishJobs((seen[i] ?? []).map((lease) => ({ id: lease.id, leaseToken: lease.leaseToken, ...decideRescue(lease, 'retry', POLICY, () => 0) }))),
+          sw.leases.finish({ items: (seen[i] ?? []).map((lease) => ({ id: lease.id, leaseToken: lease.leaseToken, ...decideRescue(lease, 'retry', POLICY, () => 0) })) }),
         ),
       );
       for (const c of claimed) {
@@ -96,7 +96,7 @@ export function raceTests(h: ConformanceHarness): void {
         assert.equal(j.status, 'failed');
         assert.equal(j.attempts, 1);
         assert.equal(j.leaseToken, null);
-        const a = await s.listAttempts(c.id);
+        const a = await s.attempts.list({ jobId: c.id });
         assert.deepEqual(a.map((x) => x.outcome), ['lease_expired']);
       }
     });
@@ -109,7 +109,7 @@ export function raceTests(h: ConformanceHarness): void {
       await sleep(PAST_LEASE_MS);
       const sweepers = await connections(() => db.connectAnother(), 4);
       const batches = sweepers.map((_, i) => (i % 2 === 0 ? claimed : [...claimed].reverse()).map(rescueOf));
-      const results = await Promise.all(sweepers.map((sw, i) => sw.finishJobs(batches[i]!)));
+      const results = await Promise.all(sweepers.map((sw, i) => sw.leases.finish({ items: batches[i]! })));
       for (const [i, r] of results.entries()) assert.deepEqual(r.map((x) => x.id), batches[i]!.map((b) => b.id), 'results in input order');
       for (const c of claimed) assert.equal(results.flat().filter((r) => r.id === c.id && r.applied).length, 1, `job ${c.id}`);
     });
@@ -125,14 +125,14 @@ export function raceTests(h: ConformanceHarness): void {
         claimed.map(async (c, i) => {
           const worker = i % 2 === 0 ? w1! : w2!;
           const sweeper = i % 2 === 0 ? s2! : s1!;
-          const [[fin], [res]] = await Promise.all([worker.finishJobs([finishOf(c)]), sweeper.finishJobs([rescueOf(c)])]);
+          const [[fin], [res]] = await Promise.all([worker.leases.finish({ items: [finishOf(c)] }), sweeper.leases.finish({ items: [rescueOf(c)] })]);
           return { c, worker: fin!.applied, sweeper: res!.applied };
         }),
       );
       for (const { c, worker, sweeper } of outcomes) {
         assert.equal(Number(worker) + Number(sweeper), 1, `job ${c.id}: worker ${worker}, sweeper ${sweeper}`);
         const j = await mustGet(s, c.id);
-        const [a, ...more] = await s.listAttempts(c.id);
+        const [a, ...more] = await s.attempts.list({ jobId: c.id });
         assert.equal(more.length, 0);
         if (worker) {
           assert.equal(j.status, 'succeeded');
@@ -160,8 +160,8 @@ export function raceTests(h: ConformanceHarness): void {
       const outcomes = await Promise.all(
         claimed.map(async (c) => {
           const [hb, [res]] = await Promise.all([
-            hbConn!.heartbeat({ leases: [{ id: c.id, leaseToken: c.leaseToken }], leaseMs: 60_000 }),
-            swConn!.finishJobs([rescueOf(c)]),
+            hbConn!.leases.heartbeat({ leases: [{ id: c.id, leaseToken: c.leaseToken }], leaseMs: 60_000 }),
+            swConn!.leases.finish({ items: [rescueOf(c)] }),
           ]);
           return { c, held: hb.lost.length === 0, rescued: res!.applied, lost: hb.lost };
         }),
@@ -186,13 +186,13 @@ export function raceTests(h: ConformanceHarness): void {
       const [claimer, admin] = await connections(() => db.connectAnother(), 2);
       const [claimed] = await Promise.all([
         claimAll(claimer!, type, 60_000),
-        Promise.all(ids.map((id) => admin!.cancelJob(id))),
+        Promise.all(ids.map((id) => admin!.jobs.cancel({ id }))),
       ]);
       const claimedIds = new Set(claimed.map((c) => c.id));
       for (const id of ids) {
         const j = await mustGet(s, id);
         assert.equal(j.status, 'cancelled', `job ${id}`);
-        const a = await s.listAttempts(id);
+        const a = await s.attempts.list({ jobId: id });
         assert.equal(a.length, claimedIds.has(id) ? 1 : 0);
         if (a[0]) assert.equal(a[0].outcome, 'cancelled');
       }

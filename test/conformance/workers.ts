@@ -12,10 +12,10 @@ export function workerTests(h: ConformanceHarness): void {
       const s = db.storage;
       const [id1, id2] = [uniq('worker'), uniq('worker')];
       const t0 = (await s.now()).getTime();
-      await s.registerWorker({ id: id1, host: 'host-a', pid: 4242, version: '1.2.3', queues: null, types: ['email', 'billing'] });
-      await s.registerWorker({ id: id2, host: 'host-b', pid: 7, version: '1.2.3', queues: ['q1', 'q2'], types: ['x'] });
+      await s.workers.register({ id: id1, host: 'host-a', pid: 4242, version: '1.2.3', queues: null, types: ['email', 'billing'] });
+      await s.workers.register({ id: id2, host: 'host-b', pid: 7, version: '1.2.3', queues: ['q1', 'q2'], types: ['x'] });
       const t1 = (await s.now()).getTime();
-      const list = (await s.listWorkers()).filter((w) => w.id === id1 || w.id === id2).sort((a, b) => (a.id === id1 ? -1 : b.id === id1 ? 1 : 0));
+      const list = (await s.workers.list()).filter((w) => w.id === id1 || w.id === id2).sort((a, b) => (a.id === id1 ? -1 : b.id === id1 ? 1 : 0));
       assert.equal(list.length, 2);
       const [w1, w2] = list as [(typeof list)[0], (typeof list)[0]];
       assert.equal(w1.host, 'host-a');
@@ -29,34 +29,34 @@ export function workerTests(h: ConformanceHarness): void {
 
       await sleep(20);
       const h0 = (await s.now()).getTime();
-      await s.heartbeatWorker(id1);
+      await s.workers.heartbeat({ id: id1 });
       const h1 = (await s.now()).getTime();
-      const w1b = (await s.listWorkers()).find((w) => w.id === id1)!;
+      const w1b = (await s.workers.list()).find((w) => w.id === id1)!;
       assertBetween(w1b.heartbeatAt.getTime(), h0, h1, 'heartbeatAt after heartbeat');
       assert.equal(w1b.startedAt.getTime(), w1.startedAt.getTime(), 'startedAt unchanged');
 
-      await s.removeWorker(id1);
-      const ids = (await s.listWorkers()).map((w) => w.id);
+      await s.workers.remove({ id: id1 });
+      const ids = (await s.workers.list()).map((w) => w.id);
       assert.ok(!ids.includes(id1));
       assert.ok(ids.includes(id2));
-      await s.removeWorker('no-such-worker');
-      await s.heartbeatWorker('no-such-worker');
+      await s.workers.remove({ id: 'no-such-worker' });
+      await s.workers.heartbeat({ id: 'no-such-worker' });
     });
 
-    it('pruneWorkers forgets workers silent for longer than silentForMs', async () => {
+    it('workers.prune forgets workers silent for longer than silentForMs', async () => {
       const s = db.storage;
       const [quiet, chatty] = [uniq('worker'), uniq('worker')];
-      await s.registerWorker({ id: quiet, host: 'h', pid: 1, version: 'v', queues: null, types: ['t'] });
-      await s.registerWorker({ id: chatty, host: 'h', pid: 2, version: 'v', queues: null, types: ['t'] });
+      await s.workers.register({ id: quiet, host: 'h', pid: 1, version: 'v', queues: null, types: ['t'] });
+      await s.workers.register({ id: chatty, host: 'h', pid: 2, version: 'v', queues: null, types: ['t'] });
       // margins wide enough that a slow heartbeat or prune (a loaded machine) cannot flip them
       await sleep(1_500);
-      await s.heartbeatWorker(chatty);
-      const n = await s.pruneWorkers({ silentForMs: 750 });
+      await s.workers.heartbeat({ id: chatty });
+      const n = await s.workers.prune({ silentForMs: 750 });
       assert.ok(n >= 1, `pruned ${n}`);
-      const ids = (await s.listWorkers()).map((w) => w.id);
+      const ids = (await s.workers.list()).map((w) => w.id);
       assert.ok(!ids.includes(quiet));
       assert.ok(ids.includes(chatty));
-      assert.equal(await s.pruneWorkers({ silentForMs: 60_000 }), 0);
+      assert.equal(await s.workers.prune({ silentForMs: 60_000 }), 0);
     });
   });
 

@@ -45,7 +45,7 @@ describe('process: the receipt-email drill', () => {
       assert.equal((await first.waitExit()).signal, 'SIGKILL');
       // Mid-run: some done, some not, and the dead worker still holds leases.
       assert.ok((before.succeeded ?? 0) >= 20 && (before.succeeded ?? 0) < TOTAL, `killed mid-run: ${JSON.stringify(before)}`);
-      const held = await sb.storage.listJobs({ status: 'running', limit: 100 });
+      const held = await sb.storage.jobs.list({ status: 'running', limit: 100 });
       assert.ok(held.some((j) => j.id === jobs[PARK]!.id), 'the parked job was running at the kill');
       assert.ok(held.every((j) => j.lockedBy === first.workerId));
 
@@ -57,7 +57,7 @@ describe('process: the receipt-email drill', () => {
 
       // Every job succeeded; one send each in the ledger and in the outbox.
       assert.deepEqual(await sb.statusCounts(), { succeeded: TOTAL });
-      assert.equal(await sb.storage.countEffects(), TOTAL);
+      assert.equal(await sb.storage.effects.count(), TOTAL);
       const sends = sb.outboxLines();
       const dupes = [...tally(sends.map((s) => s.key))].filter(([, n]) => n > 1);
       assert.deepEqual(dupes, [], 'no receipt was sent twice');
@@ -67,7 +67,7 @@ describe('process: the receipt-email drill', () => {
       const handlerFailures = tally(sb.failureLines());
       let swallowed = 0;
       for (const job of jobs) {
-        const attempts = await sb.storage.listAttempts(job.id);
+        const attempts = await sb.storage.attempts.list({ jobId: job.id });
         const final = attempts.at(-1);
         assert.equal(final?.outcome, 'succeeded', `job ${job.id}: ${JSON.stringify(attempts)}`);
         assert.equal(attempts.filter((a) => a.outcome === 'succeeded').length, 1);
@@ -103,7 +103,7 @@ describe('process: the receipt-email drill', () => {
       t.diagnostic(`flaky failures whose record the kill swallowed: ${swallowed}`);
 
       // The parked job: killed in attempt 1 (lease expired), then completed by the restarted worker.
-      const parked = await sb.storage.listAttempts(jobs[PARK]!.id);
+      const parked = await sb.storage.attempts.list({ jobId: jobs[PARK]!.id });
       assert.deepEqual(parked.map((a) => [a.workerId, a.outcome, a.errorCode]), [
         [first.workerId, 'lease_expired', 'LEASE_EXPIRED'],
         [second.workerId, 'succeeded', null],

@@ -26,9 +26,9 @@ async function fourSchedulers(dbUrl: string): Promise<void> {
   const kids = Array.from({ length: 4 }, () => spawn(process.execPath, ['--import', 'tsx', CHILD, dbUrl], { stdio: ['ignore', 'pipe', 'inherit'] }));
   await Promise.all(kids.map((k) => new Promise<void>((r) => k.stdout.once('data', () => r()))));
   await new Promise((r) => setTimeout(r, RUN_MS));
-  await storage.setScheduleEnabled({ name, enabled: false });
+  await storage.schedules.setEnabled({ name, enabled: false });
   await Promise.all(kids.map((k) => new Promise((r) => { k.once('exit', r); k.kill('SIGTERM'); })));
-  const jobs = (await storage.listJobs({ type: 'tick', limit: 1000 })).filter((j) => j.scheduleName === name);
+  const jobs = (await storage.jobs.list({ type: 'tick', limit: 1000 })).filter((j) => j.scheduleName === name);
   const slots = jobs.map((j) => j.slotAt!.getTime()).sort((a, b) => a - b);
   await storage.close();
   assert.ok(slots.length >= RUN_MS / 1000 - 3, `about ${RUN_MS / 1000} slots fired, got ${slots.length}`);

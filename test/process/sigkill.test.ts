@@ -23,12 +23,12 @@ for (const { kind, server, skip } of targets) {
         const a = await sb.worker();
         await a.waitFor((l) => l.event === 'fixture.sleeping' && l.jobId === job.id);
         // The send was recorded before the kill.
-        assert.equal(await sb.storage.countEffects(), 1);
+        assert.equal(await sb.storage.effects.count(), 1);
         a.signal('SIGKILL');
         const exitA = await a.waitExit();
         assert.equal(exitA.signal, 'SIGKILL');
 
-        const held = await sb.storage.getJob(job.id);
+        const held = await sb.storage.jobs.get({ id: job.id });
         assert.equal(held?.status, 'running', 'the dead worker still holds the lease');
         assert.equal(held?.lockedBy, a.workerId);
 
@@ -40,13 +40,13 @@ for (const { kind, server, skip } of targets) {
         // attempt 2 found the send already recorded and skipped it
         assert.ok(b.events((l) => l.event === 'effect.skipped' && l.jobId === job.id && l.key === 'kill-1').length === 1);
 
-        const final = await sb.storage.getJob(job.id);
+        const final = await sb.storage.jobs.get({ id: job.id });
         assert.equal(final?.status, 'succeeded');
         assert.equal(final?.attempts, 2);
         assert.equal(final?.lockedBy, null);
         assert.equal(final?.leaseToken, null);
 
-        const attempts = await sb.storage.listAttempts(job.id);
+        const attempts = await sb.storage.attempts.list({ jobId: job.id });
         assert.equal(attempts.length, 2, JSON.stringify(attempts));
         const [first, second] = attempts;
         assert.equal(first?.attempt, 1);
@@ -62,7 +62,7 @@ for (const { kind, server, skip } of targets) {
         // The lease lapsed before the rescue: attempt 1 was closed no earlier than a lease after its start.
         assert.ok(first!.finishedAt!.getTime() - first!.startedAt.getTime() >= 1_000, 'rescued only after the 1 s lease');
 
-        assert.equal(await sb.storage.countEffects(), 1);
+        assert.equal(await sb.storage.effects.count(), 1);
         const sends = sb.outboxLines();
         assert.equal(sends.length, 1, JSON.stringify(sends));
         assert.equal(sends[0]?.pid, a.pid, 'the send came from the killed worker and was not repeated');

@@ -20,7 +20,7 @@ async function startLongJob(sb: Sandbox, payload: Record<string, unknown>, deadl
   assert.ok(job);
   const w = await sb.worker(['--shutdown-deadline', deadline]);
   await w.waitFor((l) => l.event === 'fixture.sleeping' && l.jobId === job.id);
-  const running = await sb.storage.getJob(job.id);
+  const running = await sb.storage.jobs.get({ id: job.id });
   assert.equal(running?.status, 'running');
   assert.equal(running?.attempts, 1);
   return { w, jobId: job.id };
@@ -28,14 +28,14 @@ async function startLongJob(sb: Sandbox, payload: Record<string, unknown>, deadl
 
 /** The job is back to due now, its failure count as before, the attempt recorded as handed back. */
 async function assertHandedBack(sb: Sandbox, w: CliProcess, jobId: string): Promise<void> {
-  const job = await sb.storage.getJob(jobId);
+  const job = await sb.storage.jobs.get({ id: jobId });
   assert.equal(job?.status, 'queued');
   assert.ok(job!.runAt.getTime() <= Date.now(), `due now (run_at ${job!.runAt.toISOString()})`);
   assert.equal(job?.attempts, 0, 'the handed-back attempt is not counted');
   assert.equal(job?.lastErrorCode, null, 'not recorded as a failure');
   assert.equal(job?.lockedBy, null);
   assert.equal(job?.leaseToken, null);
-  const attempts = await sb.storage.listAttempts(jobId);
+  const attempts = await sb.storage.attempts.list({ jobId });
   assert.deepEqual(attempts.map((a) => [a.attempt, a.workerId, a.outcome]), [[1, w.workerId, 'handed_back']]);
   assert.ok(attempts[0]?.finishedAt);
 
@@ -61,7 +61,7 @@ describe('process: SIGTERM with a job longer than the shutdown deadline', () => 
       assert.ok(tookMs <= DEADLINE_MS + MARGIN_MS, `exited ${tookMs} ms after SIGTERM; deadline ${DEADLINE_MS} ms + margin ${MARGIN_MS} ms`);
       await assertHandedBack(sb, w, jobId);
       assert.equal(sb.outboxLines().length, 0, 'the aborted job sent nothing');
-      assert.equal(await sb.storage.countEffects(), 0);
+      assert.equal(await sb.storage.effects.count(), 0);
     } finally {
       await killAll();
       await sb.close();
@@ -83,14 +83,14 @@ describe('process: SIGTERM with a job longer than the shutdown deadline', () => 
       assert.deepEqual(stopped.handedBack, [], 'its handler was still running: not handed back');
       assert.deepEqual(stopped.abandoned, [jobId]);
       // the lease was left to lapse: the job is still held by the exited worker
-      const held = await sb.storage.getJob(jobId);
+      const held = await sb.storage.jobs.get({ id: jobId });
       assert.equal(held?.status, 'running');
       assert.equal(held?.lockedBy, w.workerId);
       assert.equal(sb.outboxLines().length, 0, 'the late handler never got to send');
       // another worker's sweeper rescues it after the lease, and runs it
       const b = await sb.worker();
       await b.waitFor((l) => l.event === 'job.succeeded' && l.jobId === jobId);
-      const attempts = await sb.storage.listAttempts(jobId);
+      const attempts = await sb.storage.attempts.list({ jobId });
       assert.deepEqual(attempts.map((a) => [a.attempt, a.workerId, a.outcome]), [
         [1, w.workerId, 'lease_expired'],
         [2, b.workerId, 'succeeded'],
@@ -119,7 +119,7 @@ describe('process: SIGTERM with a job longer than the shutdown deadline', () => 
         assert.match(w.stderr, new RegExp(`second ${second}`));
         assert.equal(w.events('worker.stopped').length, 0, 'it did not wait for the drain');
         // The lease was not handed back: it lapses and the sweeper brings the job back.
-        const job = await sb.storage.getJob(jobId);
+        const job = await sb.storage.jobs.get({ id: jobId });
         assert.equal(job?.status, 'running');
         assert.equal(job?.lockedBy, w.workerId);
       } finally {

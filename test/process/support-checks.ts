@@ -95,7 +95,7 @@ export interface DrainAudit {
  */
 export async function verifyDrain(sb: Sandbox, total: number, workerIds: ReadonlySet<string>): Promise<DrainAudit> {
   assert.deepEqual(await sb.statusCounts(), { succeeded: total });
-  const jobs = await sb.storage.listJobs({ limit: total + 10 });
+  const jobs = await sb.storage.jobs.list({ limit: total + 10 });
   assert.equal(jobs.length, total);
   const byJob = await sb.attemptsByJob();
   assert.equal(byJob.size, total, 'every job has attempt history');
@@ -121,8 +121,8 @@ export async function verifyDrain(sb: Sandbox, total: number, workerIds: Readonl
     assertNoOverlap(job.id, attempts);
   }
 
-  assert.equal(await sb.storage.countEffects(), total, 'ledger');
-  const effects = await sb.storage.listEffects({ limit: total + 10 });
+  assert.equal(await sb.storage.effects.count(), total, 'ledger');
+  const effects = await sb.storage.effects.list({ limit: total + 10 });
   assert.equal(effects.length, total);
   assert.ok(effects.every((e) => e.state === 'done'), 'every effect is done');
   assert.equal(new Set(effects.map((e) => e.jobId)).size, total, 'one effect per job');

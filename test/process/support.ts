@@ -126,7 +126,7 @@ export class Sandbox {
   /** Jobs by status, from the database. */
   async statusCounts(): Promise<Partial<Record<JobStatus, number>>> {
     const out: Partial<Record<JobStatus, number>> = {};
-    for (const c of await this.storage.countJobs()) out[c.status] = (out[c.status] ?? 0) + c.count;
+    for (const c of await this.storage.queues.counts()) out[c.status] = (out[c.status] ?? 0) + c.count;
     return out;
   }
 
@@ -134,7 +134,7 @@ export class Sandbox {
   async attemptsByJob(): Promise<Map<string, AttemptRow[]>> {
     const rows: AttemptRow[] = [];
     if (this.database.allAttempts) rows.push(...(await this.database.allAttempts()));
-    else for (const job of await this.storage.listJobs({ limit: 1_000_000 })) rows.push(...(await this.storage.listAttempts(job.id)));
+    else for (const job of await this.storage.jobs.list({ limit: 1_000_000 })) rows.push(...(await this.storage.attempts.list({ jobId: job.id })));
     const out = new Map<string, AttemptRow[]>();
     for (const a of rows) out.set(a.jobId, [...(out.get(a.jobId) ?? []), a]);
     return out;

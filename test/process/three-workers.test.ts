@@ -45,13 +45,13 @@ describe('process: three workers, one SQLite file', () => {
       t.diagnostic(`lease_lost/rescued events: ${lost.length}`);
 
       // Attempt history: exactly one succeeded attempt per job, every attempt closed, none overlapping.
-      const jobs = await sb.storage.listJobs({ limit: TOTAL + 10 });
+      const jobs = await sb.storage.jobs.list({ limit: TOTAL + 10 });
       assert.equal(jobs.length, TOTAL);
       let extraAttempts = 0;
       for (const job of jobs) {
         assert.equal(job.status, 'succeeded');
         assert.equal(job.lockedBy, null);
-        const attempts = await sb.storage.listAttempts(job.id);
+        const attempts = await sb.storage.attempts.list({ jobId: job.id });
         assert.equal(attempts.filter((a) => a.outcome === 'succeeded').length, 1, `job ${job.id}: ${JSON.stringify(attempts)}`);
         assert.equal(attempts.length, job.attempts, `job ${job.id}: one history row per counted attempt`);
         for (const a of attempts) assert.ok(ids.has(a.workerId), `attempt by an unknown worker ${a.workerId}`);
@@ -61,8 +61,8 @@ describe('process: three workers, one SQLite file', () => {
       t.diagnostic(`attempts beyond the first: ${extraAttempts}`);
 
       // The ledger and the outbox: one send per job, none twice.
-      assert.equal(await sb.storage.countEffects(), TOTAL);
-      const effects = await sb.storage.listEffects({ limit: TOTAL + 10 });
+      assert.equal(await sb.storage.effects.count(), TOTAL);
+      const effects = await sb.storage.effects.list({ limit: TOTAL + 10 });
       assert.equal(effects.length, TOTAL);
       assert.ok(effects.every((e) => e.state === 'done'));
       assert.equal(new Set(effects.map((e) => e.jobId)).size, TOTAL, 'one effect per job');

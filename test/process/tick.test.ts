@@ -32,13 +32,13 @@ describe('process: leasehold tick', () => {
       assert.equal(doneLine.timedOut, false);
       assert.equal(doneLine.processed, 30);
 
-      for (const j of due) assert.equal((await sb.storage.getJob(j.id))?.status, 'succeeded', `job ${j.id}`);
-      const l = await sb.storage.getJob(later!.id);
+      for (const j of due) assert.equal((await sb.storage.jobs.get({ id: j.id }))?.status, 'succeeded', `job ${j.id}`);
+      const l = await sb.storage.jobs.get({ id: later!.id });
       assert.equal(l?.status, 'queued');
       assert.equal(l?.attempts, 0);
-      assert.equal(await sb.storage.countEffects(), 30);
+      assert.equal(await sb.storage.effects.count(), 30);
       assert.equal(sb.outboxLines().length, 30);
-      assert.deepEqual(await sb.storage.listWorkers(), [], 'the tick deregistered itself');
+      assert.deepEqual(await sb.storage.workers.list(), [], 'the tick deregistered itself');
     } finally {
       await killAll();
       await sb.close();
@@ -61,7 +61,7 @@ describe('process: leasehold tick', () => {
       const doneLine = await t.waitFor('tick.done');
       assert.equal(doneLine.timedOut, true);
 
-      const rows = await Promise.all(jobs.map((j) => sb.storage.getJob(j.id)));
+      const rows = await Promise.all(jobs.map((j) => sb.storage.jobs.get({ id: j.id })));
       const succeeded = rows.filter((r) => r?.status === 'succeeded');
       const rest = rows.filter((r) => r?.status !== 'succeeded');
       assert.ok(succeeded.length <= 4, `at most ~one round of 2 fits in the budget: ${succeeded.length}`);
@@ -75,7 +75,7 @@ describe('process: leasehold tick', () => {
         assert.equal(r?.lockedBy, null);
       }
       // Whatever was running at the budget was handed back, not failed.
-      const outcomes = (await Promise.all(rest.map((r) => sb.storage.listAttempts(r!.id)))).flat().map((a) => a.outcome);
+      const outcomes = (await Promise.all(rest.map((r) => sb.storage.attempts.list({ jobId: r!.id })))).flat().map((a) => a.outcome);
       assert.ok(outcomes.every((o) => o === 'handed_back'), JSON.stringify(outcomes));
       assert.ok(outcomes.length >= 1, 'jobs were running at the budget and were handed back');
       assert.equal(sb.outboxLines().length, succeeded.length, 'sends only for finished jobs');

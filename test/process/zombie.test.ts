@@ -40,14 +40,14 @@ async function takeover(sb: Sandbox, payload: Record<string, unknown>, frozenWhe
   if (frozenWhen === 'parked') await sb.parked(job.id);
   else await a.waitFor((l) => l.event === frozenWhen && l.jobId === job.id);
   await freeze(a, sb);
-  const held = await sb.storage.getJob(job.id);
+  const held = await sb.storage.jobs.get({ id: job.id });
   assert.equal(held?.status, 'running', 'A was frozen while it held the job');
   assert.equal(held?.lockedBy, a.workerId);
 
   const b = await sb.worker();
   await b.waitFor((l) => l.event === 'job.rescued' && l.jobId === job.id && l.lockedBy === a.workerId);
   await b.waitFor((l) => l.event === 'job.succeeded' && l.jobId === job.id);
-  const done = await sb.storage.getJob(job.id);
+  const done = await sb.storage.jobs.get({ id: job.id });
   assert.equal(done?.status, 'succeeded');
   // B's rescue is the proof that A was frozen past its lease: a rescue lands only on an expired one
   assert.equal(a.exit, null);
@@ -65,14 +65,14 @@ async function assertOnlyB({ sb, a, b, jobId, finishedAt }: Takeover): Promise<v
   assert.deepEqual(stopped.handedBack, [], 'the zombie attempt had wound up; nothing was handed back');
   assert.equal(a.events((l) => l.event === 'job.succeeded').length, 0, 'A never logged a success');
 
-  const final = await sb.storage.getJob(jobId);
+  const final = await sb.storage.jobs.get({ id: jobId });
   assert.equal(final?.status, 'succeeded');
   assert.equal(final?.attempts, 2);
   assert.equal(final?.lockedBy, null);
   assert.equal(final?.leaseToken, null);
   assert.deepEqual(final?.finishedAt, finishedAt, 'the finish is B’s, not overwritten');
 
-  const attempts = await sb.storage.listAttempts(jobId);
+  const attempts = await sb.storage.attempts.list({ jobId });
   assert.deepEqual(
     attempts.map((x) => [x.attempt, x.workerId, x.outcome, x.errorCode]),
     [
@@ -81,7 +81,7 @@ async function assertOnlyB({ sb, a, b, jobId, finishedAt }: Takeover): Promise<v
     ],
   );
 
-  const effects = await sb.storage.listEffects({ limit: 100 });
+  const effects = await sb.storage.effects.list({ limit: 100 });
   assert.deepEqual(effects.map((e) => [e.key, e.jobId, e.state]), [['zombie-send', jobId, 'done']]);
   const sends = sb.outboxLines();
   assert.equal(sends.length, 1, `outbox: ${JSON.stringify(sends)}`);

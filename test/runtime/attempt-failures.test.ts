@@ -17,7 +17,7 @@ await describeEachKind('attempts whose outcome cannot be written', STORAGE_KINDS
   after(() => h.close());
 
   test('a finish that keeps failing: job.finish_failed, the slot is freed, the next job runs, the lease is left to lapse', async () => {
-    const storage = overriding(h.storage, 'finishJobs', () => () => Promise.reject(new Error('connection refused')));
+    const storage = overriding(h.storage, 'leases', 'finish', () => () => Promise.reject(new Error('connection refused')));
     const ran: string[] = [];
     const def = defineJob({ type: 'unrecordable', handler: (_p, ctx) => void ran.push(ctx.job.id) });
     const { client, worker } = await h.serve([def], { storage, concurrency: 1 });

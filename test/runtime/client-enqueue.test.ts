@@ -1,5 +1,5 @@
 /**
- * Client.enqueueMany's own work around insertJobs: per-type defaults, schema transforms applied
+ * Client.enqueueMany's own work around jobs.insert: per-type defaults, schema transforms applied
  * in order, one tx per batch, and results that never share an object — the client marks the
  * rows an adapter hands back in place instead of copying them.
  */
@@ -22,15 +22,17 @@ function row(id: string, j: NewJob): JobRow {
   };
 }
 
-/** A storage whose insertJobs answers with `answer` and records what it was given. */
+/** A storage whose jobs.insert answers with `answer` and records what it was given. */
 function stubStorage(answer: (jobs: readonly NewJob[]) => InsertResult[]): { storage: Storage; calls: NewJob[][] } {
   const calls: NewJob[][] = [];
   const storage = {
     dialect: 'stub',
     capabilities: { multiProcess: false, transactionalEnqueue: false, listenNotify: false },
-    insertJobs: async (jobs: readonly NewJob[]) => {
-      calls.push([...jobs]);
-      return answer(jobs);
+    jobs: {
+      insert: async ({ jobs }: { jobs: readonly NewJob[] }) => {
+        calls.push([...jobs]);
+        return answer(jobs);
+      },
     },
   } as unknown as Storage;
   return { storage, calls };
@@ -86,7 +88,7 @@ describe('client enqueueMany', () => {
     for (const r of res) {
       assert.equal(r.created, true);
       const { created: _created, ...stored } = r;
-      assert.deepEqual(await storage.getJob(r.id), stored);
+      assert.deepEqual(await storage.jobs.get({ id: r.id }), stored);
     }
     await storage.close();
   });

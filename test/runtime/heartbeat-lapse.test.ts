@@ -23,7 +23,7 @@ await describeEachKind('leases that cannot be renewed', STORAGE_KINDS, (kind) =>
     test(`heartbeats that ${how}: the handler is aborted (LEASE_LOST) once its lease lapses, and renewals resume after`, async () => {
       let broken = false;
       let beats = 0;
-      const storage = overriding(h.storage, 'heartbeat', (heartbeat) => (p) => {
+      const storage = overriding(h.storage, 'leases', 'heartbeat', (heartbeat) => (p) => {
         beats++;
         if (!broken) return heartbeat(p);
         return how === 'fail' ? Promise.reject(new Error('connection refused')) : new Promise(() => {});
@@ -74,8 +74,8 @@ await describeEachKind('leases that cannot be renewed', STORAGE_KINDS, (kind) =>
     let hang = false;
     let inFlight = 0;
     let workerBeats = 0;
-    const hanging = overriding(h.storage, 'heartbeat', (heartbeat) => (p) => (hang ? (inFlight++, new Promise(() => {})) : heartbeat(p)));
-    const storage = overriding(hanging, 'heartbeatWorker', (beat) => (id) => (workerBeats++, beat(id)));
+    const hanging = overriding(h.storage, 'leases', 'heartbeat', (heartbeat) => (p) => (hang ? (inFlight++, new Promise(() => {})) : heartbeat(p)));
+    const storage = overriding(hanging, 'workers', 'heartbeat', (beat) => (p) => (workerBeats++, beat(p)));
     const def = defineJob({ type: 'lapse-stop', maxAttempts: 5, timeoutMs: 60_000, handler: (_p, ctx) => new Promise<void>((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true })) });
     const { client, worker } = await h.serve([def], { storage, leaseMs: LEASE_MS, concurrency: 1, shutdownDeadlineMs: 50 });
     const job = await client.enqueue('lapse-stop', {});

@@ -36,7 +36,7 @@ for (const kind of ['memory', 'sqlite'] as const) {
       try {
         const beats: { leases: string[]; answer: () => void }[] = [];
         // every renewal waits for the test to answer it
-        const storage = overriding(h.storage, 'heartbeat', (heartbeat) => (p) => {
+        const storage = overriding(h.storage, 'leases', 'heartbeat', (heartbeat) => (p) => {
           const out = deferred<Promise<HeartbeatResult>>();
           beats.push({ leases: p.leases.map((l) => l.id), answer: () => out.resolve(heartbeat(p)) });
           return out.promise.then((r) => r);
@@ -62,7 +62,7 @@ for (const kind of ['memory', 'sqlite'] as const) {
         await turnsUntil(() => beats.length === 1, 'a renewal to be out');
         assert.deepEqual([...(beats[0]?.leases ?? [])].sort(), [a.id, b.id].sort());
         // B is cancelled behind the worker's back (no event in this process), then moves to the slot
-        await h.storage.cancelJob(b.id);
+        await h.storage.jobs.cancel({ id: b.id });
         releaseA.resolve();
         await turnsUntil(() => started.includes(b.id), 'B to start in the freed slot');
         // the renewal lands now: its answer says B's lease is gone, and the running attempt hears it

@@ -5,7 +5,7 @@
  * and withLock rejects with it without touching the new holder; acquire waits, with a timeout.
  *
  * "Taken from it" is simulated with the memory storage's injectable clock (the database's
- * "now" jumps past the TTL, so another holder can acquire) and with a storage whose extendLock
+ * "now" jumps past the TTL, so another holder can acquire) and with a storage whose locks.extend
  * hangs (as a stalled connection would); the rest runs on every storage.
  */
 import assert from 'node:assert/strict';
@@ -15,7 +15,7 @@ import type { Lock } from '../../src/runtime/locks.js';
 import { LockLostError, LockTimeoutError, createLocks } from '../../src/runtime/locks.js';
 import { memoryStorage } from '../../src/storage/memory/index.js';
 import type { StorageKind } from './support.js';
-import { STORAGE_KINDS, describeEachKind, openTestStorage, waitFor } from './support.js';
+import { STORAGE_KINDS, describeEachKind, openTestStorage, overriding, waitFor } from './support.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
@@ -31,15 +31,9 @@ async function skewedMemory(): Promise<{ storage: Storage; skip: (ms: number) =>
   return { storage, skip: (ms) => (skew += ms) };
 }
 
-/** `storage` with extendLock replaced; every other method goes to the real storage. */
-function withExtend(storage: Storage, extendLock: Storage['extendLock']): Storage {
-  return new Proxy(storage, {
-    get(target, prop) {
-      if (prop === 'extendLock') return extendLock;
-      const v: unknown = Reflect.get(target, prop, target);
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
+/** `storage` with locks.extend replaced; every other method goes to the real storage. */
+function withExtend(storage: Storage, extend: Storage['locks']['extend']): Storage {
+  return overriding(storage, 'locks', 'extend', () => extend);
 }
 
 /** A fresh database of `kind`, dropped after the file. */
@@ -102,7 +96,7 @@ describe('withLock, a lost lock on one clock (memory)', () => {
   test('extends that never return: fn is aborted once the TTL has run out, before anyone else can be granted it', { timeout: 10_000 }, async () => {
     const real = await fresh('memory');
     const pending: (() => void)[] = [];
-    const stalled = withExtend(real, (p) => new Promise((resolve) => pending.push(() => void real.extendLock(p).then(resolve))));
+    const stalled = withExtend(real, (p) => new Promise((resolve) => pending.push(() => void real.locks.extend(p).then(resolve))));
     const locks = createLocks(stalled, { owner: 'stalled' });
     const other = createLocks(real, { owner: 'other' });
     let grantedBeforeAbort = false;
@@ -160,17 +154,9 @@ await describeEachKind('acquire', STORAGE_KINDS, (kind) => {
   test('waits for the holder to release; gives up with LOCK_TIMEOUT after timeoutMs; an abort ends the wait', { timeout: 10_000 }, async () => {
     const storage = await fresh(kind);
     let tries = 0;
-    const counting = new Proxy(storage, {
-      get(target, prop) {
-        const v: unknown = Reflect.get(target, prop, target);
-        if (prop === 'tryAcquireLock') {
-          return (...args: Parameters<Storage['tryAcquireLock']>) => {
-            tries++;
-            return target.tryAcquireLock(...args);
-          };
-        }
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
+    const counting = overriding(storage, 'locks', 'acquire', (acquire) => (p) => {
+      tries++;
+      return acquire(p);
     });
     const holder = createLocks(storage, { owner: 'holder' });
     const waiter = createLocks(counting, { owner: 'waiter' });

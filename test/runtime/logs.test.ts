@@ -82,9 +82,9 @@ await describeEachKind('log events', STORAGE_KINDS, (kind) => {
     const job = await client.enqueue('zombie', {});
     const running = await h.waitStatus(job.id, 'running');
     // someone else took the job over (as a sweeper does after the lease lapsed)
-    await h.storage.finishJobs([
+    await h.storage.leases.finish({ items: [
       { id: job.id, leaseToken: running.leaseToken as string, status: 'queued', runAfterMs: 60_000, attempt: { outcome: 'lease_expired' } },
-    ]);
+    ] });
     gate.resolve();
     const ev = await h.waitEvent('job.lease_lost', job.id);
     assert.equal(ev.outcome, 'succeeded', 'the outcome it tried to write');
@@ -114,9 +114,9 @@ await describeEachKind('log events', STORAGE_KINDS, (kind) => {
     // the handler runs (not only claimed) when the lease is taken from it
     await started.promise;
     const running = await h.job(job.id);
-    await h.storage.finishJobs([
+    await h.storage.leases.finish({ items: [
       { id: job.id, leaseToken: running.leaseToken as string, status: 'queued', runAfterMs: 60_000, attempt: { outcome: 'lease_expired' } },
-    ]);
+    ] });
     await waitFor(() => reason, 2_000, 'the heartbeat to notice');
     assert.equal(reason?.code, 'LEASE_LOST');
     await h.waitEvent('job.lease_lost', job.id);

@@ -34,12 +34,12 @@ function workerDecision(j: ModelJob, tok: number, ending: Ending, random: number
   return d;
 }
 
-/** Write `items` as one finishJobs call; the answers must be the model's, in order. */
+/** Write `items` as one leases.finish call; the answers must be the model's, in order. */
 async function finishAll(m: Model, r: Real, items: { j: ModelJob; tok: number; d: Decision }[], what: string): Promise<void> {
   if (items.length === 0) return;
   const want = items.map(({ j, tok, d }) => ({ id: j.id, applied: finishInModel(m, j, tok, d) }));
   const params = items.map(({ j, tok, d }) => ({ id: j.id, leaseToken: r.tokens[m.jobs.indexOf(j)]?.[tok] as string, ...d }));
-  assert.deepEqual(await r.storage.finishJobs(params), want, `${what}: which finishes landed`);
+  assert.deepEqual(await r.storage.leases.finish({ items: params }), want, `${what}: which finishes landed`);
 }
 
 /** The job a pick names: among the running ones when `running` and there are any, else among those with a lease (or all). */
@@ -71,9 +71,9 @@ export class Enqueue extends Base {
   }
   async act(m: Model, r: Real) {
     const existing = this.key === null ? undefined : m.jobs.find((j) => j.key === this.key);
-    const [res] = await r.storage.insertJobs([
+    const [res] = await r.storage.jobs.insert({ jobs: [
       { queue: 'default', type: this.type, payload: {}, priority: this.priority, runAfterMs: this.delayMs, maxAttempts: this.maxAttempts, idempotencyKey: this.key, timeoutMs: 60_000, maxRuntimeMs: 600_000 },
-    ]);
+    ] });
     assert.ok(res);
     assert.equal(res.created, existing === undefined, `${this}: created`);
     if (existing) return assert.equal(res.job.id, existing.id, `${this}: the existing job`);
@@ -95,7 +95,7 @@ export class Claim extends Base {
   }
   async act(m: Model, r: Real) {
     const want = dueInOrder(m, this.types, this.limit);
-    const got = await r.storage.claimJobs({ workerId: this.worker, types: this.types, queues: null, limit: this.limit, leaseMs: this.leaseMs });
+    const got = await r.storage.leases.claim({ workerId: this.worker, types: this.types, queues: null, limit: this.limit, leaseMs: this.leaseMs });
     assert.deepEqual(got.map((c) => c.id).sort(), want.map((j) => j.id).sort(), `${this}: the jobs claimed`);
     for (const c of got) {
       const j = want.find((x) => x.id === c.id) as ModelJob;
@@ -141,7 +141,7 @@ export class Heartbeat extends ByToken {
     const lost = holds ? [] : [{ id: j.id, status: j.status }];
     if (holds) j.lockedUntil = m.now + this.leaseMs;
     const leaseToken = r.tokens[m.jobs.indexOf(j)]?.[tok] as string;
-    assert.deepEqual((await r.storage.heartbeat({ leases: [{ id: j.id, leaseToken }], leaseMs: this.leaseMs })).lost, lost, `${this}: leases lost`);
+    assert.deepEqual((await r.storage.leases.heartbeat({ leases: [{ id: j.id, leaseToken }], leaseMs: this.leaseMs })).lost, lost, `${this}: leases lost`);
   }
   toString() {
     return `heartbeat(${this.picked}, lease ${this.leaseMs})`;
@@ -216,7 +216,7 @@ export class Sweep extends Base {
   }
   async act(m: Model, r: Real) {
     const want = expiredInOrder(m, this.types);
-    const found = await r.storage.findExpiredLeases({ limit: 100, types: this.types });
+    const found = await r.storage.leases.findExpired({ limit: 100, types: this.types });
     assert.deepEqual(found.map((l) => l.id), want.map((j) => j.id), `${this}: the expired leases, oldest first`);
     const items = found.map((lease) => {
       const j = want.find((x) => x.id === lease.id) as ModelJob;
@@ -259,7 +259,7 @@ export class Admin extends Base {
   async act(m: Model, r: Real) {
     const j = pickJob(m, this.jobPick, false) as ModelJob;
     const applied = this.op === 'cancel' ? cancelInModel(m, j) : retryInModel(m, j);
-    const res = this.op === 'cancel' ? await r.storage.cancelJob(j.id) : await r.storage.retryJob(j.id);
+    const res = this.op === 'cancel' ? await r.storage.jobs.cancel({ id: j.id }) : await r.storage.jobs.retry({ id: j.id });
     assert.deepEqual([res.applied, res.job?.status], [applied, j.status], `${this}: applied, and the status after`);
   }
   toString() {

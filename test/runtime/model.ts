@@ -204,7 +204,7 @@ export function rowView(row: JobRow) {
 
 /** Every stored job equals its model, and there are no others. */
 export async function compareJobs(m: Model, r: Real, after: string): Promise<void> {
-  const rows = await r.storage.listJobs({ limit: 1_000 });
+  const rows = await r.storage.jobs.list({ limit: 1_000 });
   assert.deepEqual(rows.map((x) => x.id).sort(), m.jobs.map((j) => j.id).sort(), `after ${after}: the jobs stored`);
   const byId = new Map(rows.map((x) => [x.id, x]));
   m.jobs.forEach((j, i) => assert.deepEqual(rowView(byId.get(j.id) as JobRow), expectedRow(j, r.tokens[i] ?? []), `after ${after}: job ${j.id}`));
@@ -213,7 +213,7 @@ export async function compareJobs(m: Model, r: Real, after: string): Promise<voi
 /** Every job's attempt history holds the attempts the model opened, each with its outcome. */
 export async function compareHistories(m: Model, r: Real): Promise<void> {
   for (const j of m.jobs) {
-    const rows = await r.storage.listAttempts(j.id);
+    const rows = await r.storage.attempts.list({ jobId: j.id });
     const seen = rows.map((a) => `${a.attempt}:${a.outcome}`).sort();
     assert.deepEqual(seen, j.history.map((a) => `${a.attempt}:${a.outcome}`).sort(), `the attempts of job ${j.id}`);
   }

@@ -11,10 +11,10 @@ import type { Storage } from '../../src/core/storage.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
 import { Client } from '../../src/runtime/client.js';
 import { Worker } from '../../src/runtime/worker.js';
-import { LogCapture, STORAGE_KINDS, describeEachKind, openTestStorage, waitFor } from './support.js';
+import { LogCapture, STORAGE_KINDS, describeEachKind, openTestStorage, overriding, waitFor } from './support.js';
 
 /**
- * `storage` whose record writes (completeEffect, and completeEffects where the adapter has it:
+ * `storage` whose record writes (effects.complete, and completeMany where the adapter has it:
  * the worker batches through that one) fail transiently `times` times, before or after the write.
  */
 function flaky(storage: Storage, failures: { left: number }, landed: boolean): Storage {
@@ -28,14 +28,9 @@ function flaky(storage: Storage, failures: { left: number }, landed: boolean): S
       }
       return write(a);
     };
-  return new Proxy(storage, {
-    get(target, prop, receiver) {
-      if (prop === 'completeEffect') return failing(target.completeEffect.bind(target));
-      if (prop === 'completeEffects' && target.completeEffects) return failing(target.completeEffects.bind(target));
-      const v = Reflect.get(target, prop, receiver) as unknown;
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
+  const single = overriding(storage, 'effects', 'complete', (complete) => failing(complete));
+  if (!storage.effects.completeMany) return single;
+  return overriding(single, 'effects', 'completeMany', (many) => failing(many!));
 }
 
 await describeEachKind('ctx.once: recording the effect survives a dropped connection', STORAGE_KINDS, (kind) => {
@@ -54,7 +49,7 @@ await describeEachKind('ctx.once: recording the effect survives a dropped connec
     cleanups.push(() => worker.stop({ deadlineMs: 500 }).then(() => {}));
     const { id } = await new Client({ storage, jobs: [job] }).enqueue(job.type, {});
     const done = await waitFor(async () => {
-      const j = await storage.getJob(id);
+      const j = await storage.jobs.get({ id });
       return j?.status === 'succeeded' || j?.status === 'failed' ? j : null;
     }, 30_000, 'the job to end its first attempt');
     return { storage, log, done };
@@ -74,7 +69,7 @@ await describeEachKind('ctx.once: recording the effect survives a dropped connec
       assert.equal(done.status, 'succeeded');
       assert.equal(sends, 1, 'the effect ran once');
       assert.equal(done.attempts, 1, 'no retry was needed');
-      assert.deepEqual((await storage.listEffects({ jobId: done.id, limit: 10 })).map((e) => [e.key, e.state, e.result]), [['receipt', 'done', 1]]);
+      assert.deepEqual((await storage.effects.list({ jobId: done.id, limit: 10 })).map((e) => [e.key, e.state, e.result]), [['receipt', 'done', 1]]);
       assert.equal(log.count('effect.unrecorded'), 0);
       assert.equal(failures.left, 0, 'both failing writes were made');
     });

@@ -44,7 +44,7 @@ await describeEachKind('ctx.once', STORAGE_KINDS, (kind) => {
     await h.waitStatus(c.id, 'succeeded');
     assert.equal(sends, 2);
     assert.deepEqual(got[2], { messageId: 'm-2', at: 2 });
-    assert.equal(await h.storage.countEffects(), 2);
+    assert.equal(await h.storage.effects.count(), 2);
     const effects = await h.client.listEffects({ jobId: a.id });
     assert.equal(effects.length, 1);
     assert.equal(effects[0]?.key, 'receipt:o1');
@@ -127,9 +127,9 @@ await describeEachKind('ctx.once', STORAGE_KINDS, (kind) => {
     await started.promise;
     const running = await h.job(job.id);
     // another party takes the job over (as a sweeper would): the token changes hands
-    const [r] = await h.storage.finishJobs([
+    const [r] = await h.storage.leases.finish({ items: [
       { id: job.id, leaseToken: running.leaseToken as string, status: 'queued', runAfterMs: 60_000, attempt: { outcome: 'lease_lost' } },
-    ]);
+    ] });
     assert.equal(r?.applied, true);
     gate.resolve();
     await waitFor(() => error, 3_000, 'once() to reject');

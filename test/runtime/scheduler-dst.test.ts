@@ -21,7 +21,7 @@ import { oracleSlots, transitions } from '../../src/runtime/zone-oracle.test-uti
 import { memoryStorage } from '../../src/storage/memory/index.js';
 import { sqliteStorage } from '../../src/storage/sqlite/index.js';
 import type { StorageKind } from './support.js';
-import { LogCapture, STORAGE_KINDS, describeEachKind, openTestStorage } from './support.js';
+import { LogCapture, STORAGE_KINDS, describeEachKind, openTestStorage, overriding } from './support.js';
 
 const HOUR = 3_600_000;
 const GRACE = 60_000;
@@ -41,12 +41,10 @@ async function clockedStorage(kind: StorageKind, clock: () => number): Promise<S
   }
   const { storage, cleanup } = await openTestStorage(kind);
   cleanups.push(cleanup);
-  return new Proxy(storage, {
+  const due = overriding(storage, 'schedules', 'due', (due) => async (p) => (await due({ limit: 1_000 })).filter((r) => r.nextRunAt!.getTime() <= clock()).slice(0, p.limit));
+  return new Proxy(due, {
     get(target, prop) {
       if (prop === 'now') return async () => new Date(clock());
-      if (prop === 'dueSchedules') {
-        return async (p: { limit: number }) => (await target.dueSchedules({ limit: 1_000 })).filter((r) => r.nextRunAt!.getTime() <= clock()).slice(0, p.limit);
-      }
       const v = Reflect.get(target, prop, target) as unknown;
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
@@ -95,7 +93,7 @@ async function drive(kind: StorageKind, zone: string, crons: string[], misfire: 
   }
   const fired = new Map<string, number[]>();
   for (const s of schedules) {
-    const jobs = await storage.listJobs({ type: s.type, limit: 1_000 });
+    const jobs = await storage.jobs.list({ type: s.type, limit: 1_000 });
     fired.set(s.cron!, jobs.map((j) => j.slotAt!.getTime()).sort((a, b) => a - b));
   }
   const attempted = log.events('schedule.fired').reduce((n, e) => n + (e.slots as string[]).length, 0);

@@ -56,7 +56,7 @@ describe('Worker with schedules (memory)', () => {
     });
     cleanups.push(() => w.stop({ deadlineMs: 500 }).then(() => undefined));
     await w.start();
-    const [row] = await storage.listSchedules();
+    const [row] = await storage.schedules.list();
     assert.equal(row?.name, 'every-minute');
     assert.equal(row?.source, 'code');
     const slot = row!.nextRunAt!;
@@ -66,13 +66,13 @@ describe('Worker with schedules (memory)', () => {
     await waitFor(() => seen.length >= 1, 10_000, 'the scheduled job to run');
     assert.deepEqual(seen[0]?.scheduleName, 'every-minute');
     assert.equal(seen[0]?.slotAt?.getTime(), slot.getTime(), 'the job stands for its slot');
-    const after1 = await storage.getSchedule('every-minute');
+    const after1 = await storage.schedules.get({ name: 'every-minute' });
     assert.equal(after1?.nextRunAt?.getTime(), slot.getTime() + 60_000, 'next_run_at advanced from the slot by one period');
     assert.equal(after1?.lastSlotAt?.getTime(), slot.getTime());
     skip(60_000);
     await waitFor(() => seen.length >= 2, 10_000, 'the next slot to run');
     assert.equal(seen[1]?.slotAt?.getTime(), slot.getTime() + 60_000);
-    const jobs = (await storage.listJobs({ type: 'beat', limit: 10 })).filter((j) => j.scheduleName === 'every-minute');
+    const jobs = (await storage.jobs.list({ type: 'beat', limit: 10 })).filter((j) => j.scheduleName === 'every-minute');
     assert.equal(jobs.length, 2, 'one job per slot');
   });
 
@@ -87,7 +87,7 @@ describe('Worker with schedules (memory)', () => {
     assert.equal(report.processed, 1, 'the job the due slot enqueued ran in the same drain');
     assert.equal(seen[0]?.scheduleName, 'nightly-cleanup');
     assert.equal(seen[0]?.slotAt?.getTime(), row.nextRunAt!.getTime());
-    const after1 = await storage.getSchedule('nightly-cleanup');
+    const after1 = await storage.schedules.get({ name: 'nightly-cleanup' });
     assert.ok(after1!.nextRunAt!.getTime() > row.nextRunAt!.getTime(), 'next_run_at moved on');
     // nothing due any more: a second drain enqueues nothing
     const again = await new Worker({ storage, jobs: [def], pollIntervalMs: 20, sweeper: false, logger: quiet() }).drain({ maxMs: 5_000 });
@@ -101,7 +101,7 @@ await describeEachKind("Worker with schedules, the database's own clock", STORAG
     cleanups.push(cleanup);
     const { def, seen } = recorder('sec');
     await syncSchedules(storage, [{ name: 'each-second', type: 'sec', everyMs: 1_000 }]);
-    const first = (await storage.getSchedule('each-second'))!.nextRunAt!;
+    const first = (await storage.schedules.get({ name: 'each-second' }))!.nextRunAt!;
     await waitFor(async () => (await storage.now()).getTime() >= first.getTime(), 5_000, 'the first slot to pass');
     const report = await new Worker({
       storage, jobs: [def], pollIntervalMs: 20, sweeper: false, logger: quiet(), schedules: [{ name: 'each-second', type: 'sec', everyMs: 1_000 }],
@@ -135,7 +135,7 @@ await describeEachKind('bad schedules: typed errors, nothing written', STORAGE_K
   for (const [what, input, re] of BAD) {
     test(`${what}: upsertSchedule, syncSchedules, a Worker's and a Scheduler's start all reject; no schedule written`, async () => {
       await upsertSchedule(storage, { name: 'good', type: 't', everyMs: 60_000 }, 'code');
-      const before = await storage.listSchedules();
+      const before = await storage.schedules.list();
       await assert.rejects(upsertSchedule(storage, input), isInvalid(re));
       // one bad declaration among good ones: the whole sync is refused, the existing one stays
       await assert.rejects(syncSchedules(storage, [{ name: 'other', type: 't', everyMs: 5_000 }, input]), isInvalid(re));
@@ -143,8 +143,8 @@ await describeEachKind('bad schedules: typed errors, nothing written', STORAGE_K
       const w = new Worker({ storage, jobs: [defineJob({ type: 't', handler: () => {} })], sweeper: false, logger: quiet(), schedules: [input] });
       await assert.rejects(w.start(), isInvalid(re));
       await w.stop({ deadlineMs: 100 });
-      assert.deepEqual(await storage.listSchedules(), before, 'no schedule added, changed or removed');
-      assert.equal((await storage.countJobs()).reduce((a, c) => a + c.count, 0), 0, 'no job written');
+      assert.deepEqual(await storage.schedules.list(), before, 'no schedule added, changed or removed');
+      assert.equal((await storage.queues.counts()).reduce((a, c) => a + c.count, 0), 0, 'no job written');
     });
   }
 });

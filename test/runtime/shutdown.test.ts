@@ -64,7 +64,7 @@ await describeEachKind('graceful stop', STORAGE_KINDS, (kind) => {
     const running = h.log.events('worker.deadline')[0]?.stillRunning as { jobId: string }[] | undefined;
     assert.deepEqual(running?.map((r) => r.jobId), [started[0]], 'the log names what was still running');
     assert.equal(h.log.count('job.handed_back', started[0]), 1);
-    assert.equal((await h.storage.listWorkers()).some((w) => w.id === worker.id), false, 'the worker deregistered');
+    assert.equal((await h.storage.workers.list()).some((w) => w.id === worker.id), false, 'the worker deregistered');
 
     // handed back means runnable: a new worker picks them up and finishes them
     const release = deferred();
@@ -138,7 +138,7 @@ await describeEachKind('stop() when the database stops answering', STORAGE_KINDS
     const release = deferred<void>();
     let hang = false;
     // finishes never answer once `hang` is set
-    const storage = overriding(h.storage, 'finishJobs', (finish) => (params, opts) => (hang ? new Promise(() => {}) : finish(params, opts)));
+    const storage = overriding(h.storage, 'leases', 'finish', (finish) => (p) => (hang ? new Promise(() => {}) : finish(p)));
     const started = deferred<void>();
     const { client, worker } = await h.serve([defineJob({ type: 'done-late', maxAttempts: 1, handler: () => (started.resolve(), release.promise) })], { storage, concurrency: 1 });
     const job = await client.enqueue('done-late', {});
@@ -163,7 +163,7 @@ await describeEachKind('stop() when the database stops answering', STORAGE_KINDS
     const ran: string[] = [];
     // claims wait for the gate
     let claimsOut = 0;
-    const storage = overriding(h.storage, 'claimJobs', (claim) => async (p) => (claimsOut++, await gate.promise, claim(p)));
+    const storage = overriding(h.storage, 'leases', 'claim', (claim) => async (p) => (claimsOut++, await gate.promise, claim(p)));
     const def = defineJob({ type: 'never-run', handler: (_p, ctx) => void ran.push(ctx.job.id) });
     const job = await h.clientWith([def]).enqueue('never-run', {});
     const worker = await h.worker([def], { storage, concurrency: 1 });
@@ -180,7 +180,7 @@ await describeEachKind('stop() when the database stops answering', STORAGE_KINDS
   test('a scheduler tick that does not answer does not hold stop() past its deadline', async () => {
     let ticks = 0;
     // every look for due schedules hangs
-    const storage = overriding(h.storage, 'dueSchedules', () => () => (ticks++, new Promise(() => {})));
+    const storage = overriding(h.storage, 'schedules', 'due', () => () => (ticks++, new Promise(() => {})));
     const worker = await h.worker([defineJob({ type: 'idle', handler: () => {} })], { storage, schedulerIntervalMs: 10 });
     await waitFor(() => ticks > 0, 3_000, 'a scheduler tick to be out');
     const t0 = Date.now();

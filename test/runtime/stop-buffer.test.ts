@@ -20,7 +20,7 @@ for (const kind of ['memory', 'sqlite'] as const) {
       const tick = deferred();
       let ticks = 0;
       // a scheduler tick that stays out until the test lets it answer
-      const storage = overriding(h.storage, 'dueSchedules', (due) => async (p) => {
+      const storage = overriding(h.storage, 'schedules', 'due', (due) => async (p) => {
         ticks++;
         await tick.promise;
         return due(p);

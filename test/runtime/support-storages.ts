@@ -79,17 +79,21 @@ export async function openTestStorage(kind: StorageKind, opts: { poolSize?: numb
  * loop that outlives its stop() then waits on them instead of holding the test process open.
  */
 function quietOnceClosed(storage: Storage, closed: () => boolean, kind: StorageKind): Storage {
-  return new Proxy(storage, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof v !== 'function') return v;
-      return (...args: unknown[]) => {
-        if (!closed()) return (v as (...a: unknown[]) => unknown).apply(target, args);
-        if (prop !== 'close') process.stderr.write(`!!! ${kind} storage: ${String(prop)}() called after the test closed its database\n`);
-        return prop === 'close' ? Promise.resolve() : new Promise(() => {});
-      };
-    },
-  });
+  const quiet = <T extends object>(obj: T, path: string): T =>
+    new Proxy(obj, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        const name = `${path}${String(prop)}`;
+        if (typeof v === 'object' && v !== null && path === '') return quiet(v, `${name}.`);
+        if (typeof v !== 'function') return v;
+        return (...args: unknown[]) => {
+          if (!closed()) return (v as (...a: unknown[]) => unknown).apply(target, args);
+          if (name !== 'close') process.stderr.write(`!!! ${kind} storage: ${name}() called after the test closed its database\n`);
+          return name === 'close' ? Promise.resolve() : new Promise(() => {});
+        };
+      },
+    });
+  return quiet(storage, '');
 }
 
 async function openRaw(kind: StorageKind, poolSize: number): Promise<TestStorage> {

@@ -3,16 +3,17 @@
  * a pino logger that writes into an array so tests can assert on events, bounded waits on
  * conditions, and a small harness that stops every worker and closes every storage.
  */
+import { after, before, describe } from 'node:test';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import type { JobStatus } from '../../src/core/status.js';
-import type { ClaimedJob, JobRow, Storage } from '../../src/core/storage.js';
+import type { ClaimedJob, EffectParams, JobRow, Storage } from '../../src/core/storage.js';
 import { Client } from '../../src/runtime/client.js';
 import type { AnyJobDefinition } from '../../src/runtime/job-definition.js';
 import type { WorkerOptions } from '../../src/runtime/worker.js';
 import { Worker } from '../../src/runtime/worker.js';
 import type { StorageKind } from './support-storages.js';
-import { openTestStorage } from './support-storages.js';
+import { STORAGE_KINDS, kindOptions, openTestStorage } from './support-storages.js';
 
 export type { StorageKind, TestStorage } from './support-storages.js';
 export { SHARED_KINDS, STORAGE_KINDS, describeEachKind, kindOptions, openTestStorage } from './support-storages.js';
@@ -130,7 +131,7 @@ export class Harness {
    * locked for a moment (MySQL's locking scan passes over rows of other types too).
    */
   claimAs(workerId: string, type: string, leaseMs: number): Promise<ClaimedJob> {
-    return waitFor(async () => (await this.storage.claimJobs({ workerId, types: [type], queues: null, limit: 1, leaseMs }))[0], 5_000, `a ${type} job to claim`);
+    return waitFor(async () => (await this.storage.leases.claim({ workerId, types: [type], queues: null, limit: 1, leaseMs }))[0], 5_000, `a ${type} job to claim`);
   }
 
   job(id: string): Promise<JobRow> {
@@ -143,7 +144,7 @@ export class Harness {
     let last: JobRow | null = null;
     return waitFor(
       async () => {
-        const j = (last = await this.storage.getJob(id));
+        const j = (last = await this.storage.jobs.get({ id }));
         return j && want.includes(j.status) && (!extra || extra(j)) ? j : null;
       },
       timeoutMs,
@@ -160,7 +161,7 @@ export class Harness {
   }
 
   async totalJobs(): Promise<number> {
-    return (await this.storage.countJobs()).reduce((a, c) => a + c.count, 0);
+    return (await this.storage.queues.counts()).reduce((a, c) => a + c.count, 0);
   }
 
   async close(): Promise<void> {
@@ -180,13 +181,57 @@ export class Harness {
   }
 }
 
-/** The same storage with one method replaced (`make` gets the original, bound): a database that hangs or fails in one place. */
-export function overriding<K extends keyof Storage>(storage: Storage, name: K, make: (original: Storage[K]) => Storage[K]): Storage {
-  return new Proxy(storage, {
+type Aggregate = 'jobs' | 'leases' | 'attempts' | 'effects' | 'schedules' | 'locks' | 'workers' | 'queues';
+
+/** The same storage with one method of one aggregate replaced (`make` gets the original, bound): a database that hangs or fails in one place. */
+export function overriding<A extends Aggregate, M extends keyof Storage[A]>(storage: Storage, aggregate: A, method: M, make: (original: Storage[A][M]) => Storage[A][M]): Storage {
+  const inner = storage[aggregate];
+  const replaced = new Proxy(inner, {
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver) as unknown;
       const bound = typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      return prop === name ? make(bound as Storage[K]) : bound;
+      return prop === method ? make(bound as Storage[A][M]) : bound;
     },
   });
+  return new Proxy(storage, {
+    get(target, prop, receiver) {
+      if (prop === aggregate) return replaced;
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+/**
+ * A describe() per storage kind, one after another (edge tests stall the whole process, which
+ * would starve a neighbour's leases), each on a fresh database; `h()` is its harness once before() ran.
+ */
+export async function describeEachHarness(title: string, body: (h: () => Harness, kind: StorageKind) => void): Promise<void> {
+  for (const kind of STORAGE_KINDS) {
+    const suite = `${title} (${kind})`;
+    const options = await kindOptions(kind, suite);
+    describe(suite, options, () => {
+      let harness: Harness | undefined;
+      before(async () => {
+        harness = await Harness.open(kind);
+      });
+      after(() => harness?.close());
+      body(() => harness as Harness, kind);
+    });
+  }
+}
+
+/** `storage` whose first effect reserve (alone or batched) runs `then` once it landed, before it is answered. */
+export function onFirstReserve(storage: Storage, then: (p: EffectParams) => Promise<void>): Storage {
+  let first = true;
+  const hook = async <T>(p: EffectParams, answer: T): Promise<T> => {
+    if (first) {
+      first = false;
+      await then(p);
+    }
+    return answer;
+  };
+  const one = overriding(storage, 'effects', 'reserve', (reserve) => async (p) => hook(p, await reserve(p)));
+  if (!storage.effects.reserveMany) return one;
+  return overriding(one, 'effects', 'reserveMany', (many) => async (p) => hook(p.items[0]!, await many!(p)));
 }

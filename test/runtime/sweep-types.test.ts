@@ -21,14 +21,14 @@ for (const kind of ['memory', 'sqlite'] as const) {
 
     /** `ORPHANS` expired leases of `orphan` (the oldest), then one of `mine`, all held by a ghost. */
     async function expiredBehindOrphans(orphan: string, mine: string): Promise<string> {
-      await h.storage.insertJobs(Array.from({ length: ORPHANS }, (_, i) => ({ queue: 'default', type: orphan, payload: { i }, priority: 0, runAfterMs: 0, maxAttempts: 3, idempotencyKey: null, timeoutMs: 60_000, maxRuntimeMs: 600_000 })));
-      assert.equal((await h.storage.claimJobs({ workerId: 'ghost', types: [orphan], queues: null, limit: ORPHANS, leaseMs: 1 })).length, ORPHANS);
+      await h.storage.jobs.insert({ jobs: Array.from({ length: ORPHANS }, (_, i) => ({ queue: 'default', type: orphan, payload: { i }, priority: 0, runAfterMs: 0, maxAttempts: 3, idempotencyKey: null, timeoutMs: 60_000, maxRuntimeMs: 600_000 })) });
+      assert.equal((await h.storage.leases.claim({ workerId: 'ghost', types: [orphan], queues: null, limit: ORPHANS, leaseMs: 1 })).length, ORPHANS);
       const job = await h.client.enqueue(mine, {});
-      const [claimed] = await h.storage.claimJobs({ workerId: 'ghost', types: [mine], queues: null, limit: 1, leaseMs: 30 });
+      const [claimed] = await h.storage.leases.claim({ workerId: 'ghost', types: [mine], queues: null, limit: 1, leaseMs: 30 });
       assert.equal(claimed?.id, job.id);
       // every lease has lapsed, the orphans' first
-      await waitFor(async () => (await h.storage.findExpiredLeases({ limit: 10_000 })).some((l) => l.id === job.id), 5_000, 'the leases to expire');
-      const oldest = await h.storage.findExpiredLeases({ limit: ORPHANS });
+      await waitFor(async () => (await h.storage.leases.findExpired({ limit: 10_000 })).some((l) => l.id === job.id), 5_000, 'the leases to expire');
+      const oldest = await h.storage.leases.findExpired({ limit: ORPHANS });
       assert.ok(oldest.every((l) => l.type !== mine), 'the oldest page holds only leases of types no worker handles');
       return job.id;
     }

@@ -1,5 +1,5 @@
 /**
- * The sweeper, in-process: a job claimed by a "ghost" worker (directly via storage.claimJobs,
+ * The sweeper, in-process: a job claimed by a "ghost" worker (directly via leases.claim,
  * short lease, never finished) is rescued by a running worker's sweeper and then completed;
  * with `onLeaseExpired: 'fail'` it goes dead instead. Each rescue is recorded and logged.
  */
@@ -52,7 +52,7 @@ await describeEachKind('sweeper rescues expired leases', STORAGE_KINDS, (kind) =
       ],
     );
     // the ghost's late finish is fenced off
-    const [late] = await h.storage.finishJobs([{ id: job.id, leaseToken: ghost.token, status: 'succeeded', attempt: { outcome: 'succeeded' } }]);
+    const [late] = await h.storage.leases.finish({ items: [{ id: job.id, leaseToken: ghost.token, status: 'succeeded', attempt: { outcome: 'succeeded' } }] });
     assert.equal(late?.applied, false);
     assert.equal(h.log.count('job.rescued', job.id), 1, 'rescued exactly once');
   });
@@ -105,7 +105,7 @@ await describeEachKind('sweeper rescues expired leases', STORAGE_KINDS, (kind) =
     const def = defineJob({ type: 'slow-ok', handler: () => gate.promise });
     const job = await h.clientWith([def]).enqueue('slow-ok', {});
     let beats = 0;
-    const beating = overriding(h.storage, 'heartbeat', (heartbeat) => async (p) => {
+    const beating = overriding(h.storage, 'leases', 'heartbeat', (heartbeat) => async (p) => {
       const r = await heartbeat(p);
       beats++;
       return r;
@@ -114,7 +114,7 @@ await describeEachKind('sweeper rescues expired leases', STORAGE_KINDS, (kind) =
     await h.worker([def], { storage: beating, leaseMs: 1_000 });
     await h.waitStatus(job.id, 'running');
     let sweeps = 0;
-    const counted = overriding(h.storage, 'findExpiredLeases', (find) => async (p) => {
+    const counted = overriding(h.storage, 'leases', 'findExpired', (find) => async (p) => {
       sweeps++;
       return find(p);
     });
@@ -134,7 +134,7 @@ await describeEachKind('sweeper rescues expired leases', STORAGE_KINDS, (kind) =
       const gate = deferred();
       let sweeps = 0;
       // the first sweep waits for the gate, so it is still out when stop() runs
-      const storage = overriding(h.storage, 'findExpiredLeases', (find) => async (p) => {
+      const storage = overriding(h.storage, 'leases', 'findExpired', (find) => async (p) => {
         if (++sweeps === 1) await gate.promise;
         return find(p);
       });

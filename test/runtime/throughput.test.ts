@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import type { ClaimParams, FinishParams, FinishResult, Storage } from '../../src/core/storage.js';
+import type { ClaimParams, FinishResult, Storage } from '../../src/core/storage.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
-import { Harness, STORAGE_KINDS, deferred, describeEachKind, waitFor } from './support.js';
+import { Harness, STORAGE_KINDS, deferred, describeEachKind, overriding, waitFor } from './support.js';
 
 /** The storage with claims recorded, finish batch sizes recorded, and finishes held until `release()` (when `hold` is on). */
 function observed(storage: Storage) {
@@ -15,16 +15,15 @@ function observed(storage: Storage) {
   const finishes: number[] = [];
   let hold = false;
   let gate = deferred();
-  const s = Object.create(storage) as Storage;
-  s.claimJobs = (p: ClaimParams) => {
+  const claiming = overriding(storage, 'leases', 'claim', (claim) => (p: ClaimParams) => {
     claims.push(p.limit);
-    return storage.claimJobs(p);
-  };
-  s.finishJobs = async (p: readonly FinishParams[], o?: { tx?: unknown }): Promise<FinishResult[]> => {
-    finishes.push(p.length);
+    return claim(p);
+  });
+  const s = overriding(claiming, 'leases', 'finish', (finish) => async (p): Promise<FinishResult[]> => {
+    finishes.push(p.items.length);
     if (hold) await gate.promise;
-    return storage.finishJobs(p, o);
-  };
+    return finish(p);
+  });
   return {
     storage: s,
     claims,
@@ -57,8 +56,8 @@ await describeEachKind('worker throughput', STORAGE_KINDS, (kind) => {
     try {
       await waitFor(() => started.length === 2, 3_000, 'both jobs to start with concurrency 1');
       // neither outcome has landed: both leases are still held, and heartbeats keep them
-      assert.equal((await h.storage.getJob(a.id))?.status, 'running');
-      assert.equal((await h.storage.getJob(b.id))?.status, 'running');
+      assert.equal((await h.storage.jobs.get({ id: a.id }))?.status, 'running');
+      assert.equal((await h.storage.jobs.get({ id: b.id }))?.status, 'running');
       assert.equal(w.inFlight, 2);
     } finally {
       o.release();
@@ -81,7 +80,7 @@ await describeEachKind('worker throughput', STORAGE_KINDS, (kind) => {
     setTimeout(() => o.release(), 100);
     const report = await stopping;
     assert.deepEqual(report.handedBack, [], 'a job whose handler returned is not aborted');
-    assert.equal((await h.storage.getJob(a.id))?.status, 'succeeded');
+    assert.equal((await h.storage.jobs.get({ id: a.id }))?.status, 'succeeded');
   });
 
   test('short jobs are claimed in batches far larger than the concurrency; slow ones are not', async () => {
@@ -129,7 +128,7 @@ describe('worker throughput, a driver that answers synchronously (sqlite)', () =
     setTimeout(() => (doneWhenTimerFired = done), 0);
     await waitFor(() => done === N, 20_000, 'the drain');
     assert.ok(doneWhenTimerFired >= 0 && doneWhenTimerFired < N, `the timer fired when ${doneWhenTimerFired} of ${N} jobs were done`);
-    await waitFor(async () => (await h.storage.countJobs()).some((c) => c.status === 'succeeded' && c.count === N), 10_000, 'every outcome written');
+    await waitFor(async () => (await h.storage.queues.counts()).some((c) => c.status === 'succeeded' && c.count === N), 10_000, 'every outcome written');
     // before, each write took the 30 finishes of the three rounds of 10 that ran while the
     // previous write settled: about 100 writes for 3,000 jobs
     assert.ok(o.finishes.length <= N / 100, `${o.finishes.length} finish writes for ${N} jobs: ${o.finishes.slice(0, 15).join(', ')}…`);

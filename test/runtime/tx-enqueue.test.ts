@@ -180,7 +180,7 @@ for (const { kind, open } of KINDS) {
 
     const succeeded = (id: string) =>
       waitFor(async () => {
-        const j = await world.storage.getJob(id);
+        const j = await world.storage.jobs.get({ id });
         return j?.status === 'succeeded' ? j : null;
       }, 10_000, `job ${id} to succeed`);
 
@@ -189,13 +189,13 @@ for (const { kind, open } of KINDS) {
       const job = await client.enqueue('plain', { tag: 'rolled-back' }, { tx: tx.handle });
       assert.equal(job.created, true);
       await sleep(150); // the worker polls every 20 ms meanwhile
-      assert.equal(await world.storage.getJob(job.id), null, 'not visible outside the open transaction');
+      assert.equal(await world.storage.jobs.get({ id: job.id }), null, 'not visible outside the open transaction');
       await tx.rollback();
       // A job enqueued afterwards runs: the worker was polling all along and never saw the first.
       const marker = await client.enqueue('plain', { tag: 'marker' });
       await succeeded(marker.id);
       await sleep(100);
-      assert.equal(await world.storage.getJob(job.id), null, 'the rolled-back job does not exist');
+      assert.equal(await world.storage.jobs.get({ id: job.id }), null, 'the rolled-back job does not exist');
       assert.ok(!ran.some((r) => r.startsWith(`plain:${job.id}:`)), `never ran: ${ran.join(' ')}`);
       assert.ok(ran.includes(`plain:${marker.id}:1`));
     });
@@ -204,7 +204,7 @@ for (const { kind, open } of KINDS) {
       const tx = await world.begin();
       const job = await client.enqueue('plain', { tag: 'committed' }, { tx: tx.handle });
       await sleep(150);
-      assert.equal(await world.storage.getJob(job.id), null, 'not visible before the commit');
+      assert.equal(await world.storage.jobs.get({ id: job.id }), null, 'not visible before the commit');
       assert.ok(!ran.some((r) => r.startsWith(`plain:${job.id}:`)));
       await tx.commit();
       const done = await succeeded(job.id);
@@ -218,7 +218,7 @@ for (const { kind, open } of KINDS) {
       assert.equal(done.attempts, 1);
       assert.equal(done.lockedBy, null);
       assert.deepEqual((await world.rows()).filter((r) => r.jobId === job.id), [{ jobId: job.id, attempt: 1 }]);
-      const attempts = await world.storage.listAttempts(job.id);
+      const attempts = await world.storage.attempts.list({ jobId: job.id });
       assert.deepEqual(attempts.map((a) => [a.attempt, a.outcome]), [[1, 'succeeded']]);
       assert.ok(attempts[0]?.finishedAt);
       assert.ok(log.events('job.succeeded', job.id).some((e) => e.inTransaction === true));
@@ -232,7 +232,7 @@ for (const { kind, open } of KINDS) {
       assert.deepEqual(ran.filter((r) => r.startsWith(`tx-write:${job.id}:`)), [`tx-write:${job.id}:1`, `tx-write:${job.id}:2`]);
       // only attempt 2's row: attempt 1's went with its rollback
       assert.deepEqual((await world.rows()).filter((r) => r.jobId === job.id), [{ jobId: job.id, attempt: 2 }]);
-      const attempts = await world.storage.listAttempts(job.id);
+      const attempts = await world.storage.attempts.list({ jobId: job.id });
       assert.deepEqual(
         attempts.map((a) => [a.attempt, a.outcome]),
         [

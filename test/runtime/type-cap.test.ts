@@ -49,7 +49,7 @@ await describeEachKind('cluster-wide cap per job type', STORAGE_KINDS, (kind) =>
     }
     const rows = await waitFor(
       async () => {
-        const all = await Promise.all(ids.map((id) => main.getJob(id)));
+        const all = await Promise.all(ids.map((id) => main.jobs.get({ id })));
         return all.every((j) => j?.status === 'succeeded' || j?.status === 'dead' || j?.status === 'failed') ? all : null;
       },
       45_000,
@@ -67,6 +67,6 @@ await describeEachKind('cluster-wide cap per job type', STORAGE_KINDS, (kind) =>
     for (const [, d] of events) assert.ok((cur += d) <= 2, 'never 3 spans overlap');
     assert.ok(log.count('job.capped') > 0, 'jobs over the cap were handed back (the workers did try to run more)');
     // a slot is released after its job's outcome is written: wait for the last one
-    await waitFor(async () => (await main.listLocks({ name: 'jobtype:report' })).length === 0, 10_000, 'every cap slot to be released');
+    await waitFor(async () => (await main.locks.list({ name: 'jobtype:report' })).length === 0, 10_000, 'every cap slot to be released');
   });
 });

@@ -25,7 +25,7 @@ describe('postgres: an idle transaction of our pool is ended', { skip: pgUrl ===
     const s = postgresStorage({ connectionString: pgUrl as string, schema, poolSize: 2, idleTransactionTimeoutMs: 1_000 });
     made.push(s);
     await s.migrate();
-    const [ins] = await s.insertJobs([job('idle')]);
+    const [ins] = await s.jobs.insert({ jobs: [job('idle')] });
     const frozen = await (s as unknown as { pool: pg.Pool }).pool.connect();
     frozen.on('error', () => {});
     try {
@@ -48,7 +48,7 @@ describe('mariadb: an idle transaction of our pool is ended', { skip: myUrl === 
   it('its row lock is released; another writer gets the row', async () => {
     const s = make({ idleTransactionTimeoutMs: 1_000 });
     await s.migrate();
-    const [ins] = await s.insertJobs([job('idle')]);
+    const [ins] = await s.jobs.insert({ jobs: [job('idle')] });
     const version = await mysqlVersion(dbUrl(db));
     if (!/mariadb/i.test(version)) return; // MySQL has no idle-transaction limit
     const frozen = await (s as unknown as { ownPool: mysql.Pool }).ownPool.getConnection();

@@ -15,10 +15,10 @@ const finishMs: number[] = [];
 const cpu0 = process.cpuUsage();
 for (let r = 0; r < rounds; r++) {
   let t = performance.now();
-  const jobs = await s.claimJobs({ workerId: 'w', types: ['noop'], queues: null, limit: batch, leaseMs: 30_000 });
+  const jobs = await s.leases.claim({ workerId: 'w', types: ['noop'], queues: null, limit: batch, leaseMs: 30_000 });
   claimMs.push(performance.now() - t);
   t = performance.now();
-  await s.finishJobs(jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } })));
+  await s.leases.finish({ items: jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } })) });
   finishMs.push(performance.now() - t);
 }
 const cpu = process.cpuUsage(cpu0);

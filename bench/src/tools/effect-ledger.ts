@@ -1,6 +1,6 @@
 /**
  * What `ctx.once` costs: claims `n` jobs, then `concurrency` loops reserve and record one new
- * effect key per job (`reserveEffect` + `completeEffect`, the two writes of a `ctx.once`) and
+ * effect key per job (`effects.reserve` + `effects.complete`, the two writes of a `ctx.once`) and
  * print pairs per second and the median time of each call.
  *   node --import tsx src/tools/effect-ledger.ts postgres|sqlite|mysql [n] [concurrency]
  * Each call is one commit on PostgreSQL and MySQL/MariaDB, so this is bounded by the database's
@@ -15,7 +15,7 @@ const { storage, cleanup } = await seededStorage(db, n);
 type Claimed = Awaited<ReturnType<typeof storage.claimJobs>>[number];
 const claimed: Claimed[] = [];
 while (claimed.length < n) {
-  const batch = await storage.claimJobs({ workerId: 'effect-ledger', types: ['noop'], queues: null, limit: Math.min(500, n - claimed.length), leaseMs: 600_000 });
+  const batch = await storage.leases.claim({ workerId: 'effect-ledger', types: ['noop'], queues: null, limit: Math.min(500, n - claimed.length), leaseMs: 600_000 });
   if (batch.length === 0) break;
   claimed.push(...batch);
 }
@@ -30,10 +30,10 @@ await Promise.all(
       const job = claimed[next++]!;
       const params = { key: `send:${job.id}`, jobId: job.id, leaseToken: job.leaseToken };
       const a = performance.now();
-      const r = await storage.reserveEffect(params);
+      const r = await storage.effects.reserve(params);
       if (r.state !== 'reserved') throw new Error(`job ${job.id}: reserve answered ${r.state}`);
       const b = performance.now();
-      if (!(await storage.completeEffect({ ...params, result: { ok: true } }))) throw new Error(`job ${job.id}: record refused`);
+      if (!(await storage.effects.complete({ ...params, result: { ok: true } }))) throw new Error(`job ${job.id}: record refused`);
       reserveMs.push(b - a);
       recordMs.push(performance.now() - b);
     }

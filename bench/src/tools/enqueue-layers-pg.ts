@@ -22,7 +22,7 @@ const args = ['default', 'noop', '{"i":1}', 0, null, 0, 5, 300000, 3600000, 'lea
 const job = { queue: 'default', type: 'noop', payload: { i: 1 }, priority: 0, runAt: null, runAfterMs: 0, maxAttempts: 5, idempotencyKey: null, timeoutMs: 300000, maxRuntimeMs: 3600000 };
 const variants: [string, () => Promise<unknown>][] = [
   ['client.enqueue()', () => client.enqueue('noop', { i: 1 })],
-  ['storage.insertJobs([one])', () => storage.insertJobs([job as never])],
+  ['storage.insertJobs([one])', () => storage.jobs.insert({ jobs: [job as never] })],
   ['pool.query(insertOne)', () => pool.query({ name: 'one', text: sql.insertOne, values: args })],
   ['connection.query(insertOne)', () => c.query({ name: 'one', text: sql.insertOne, values: args })],
 ];

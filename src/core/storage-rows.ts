@@ -1,0 +1,52 @@
+/**
+ * The effect ledger, worker and migration rows of the Storage contract. Types only; the
+ * semantics are in the header of ./storage.ts, which re-exports everything here.
+ */
+export type EffectReservation =
+  /** never recorded (or left pending by a lease that no longer holds): run it now */
+  | { state: 'reserved' }
+  /** already done by some attempt: skip it, here is what it returned */
+  | { state: 'done'; result: unknown }
+  /** this attempt's lease no longer holds: do nothing */
+  | { state: 'lost' }
+  /** another live attempt holds the key right now: try again later (the runtime retries the job) */
+  | { state: 'busy' };
+
+export interface EffectParams {
+  key: string;
+  jobId: string;
+  leaseToken: string;
+}
+
+/** A performed effect to record: its reservation and the result later attempts get back. */
+export type EffectRecord = EffectParams & { result: unknown };
+
+export interface EffectRow {
+  key: string;
+  jobId: string;
+  state: 'pending' | 'done';
+  result: unknown;
+  createdAt: Date;
+  doneAt: Date | null;
+}
+
+export interface WorkerInfo {
+  id: string;
+  host: string;
+  pid: number;
+  version: string;
+  queues: readonly string[] | null;
+  types: readonly string[];
+}
+
+export interface WorkerRow extends WorkerInfo {
+  startedAt: Date;
+  heartbeatAt: Date;
+}
+
+export interface MigrateResult {
+  from: number;
+  to: number;
+  applied: { version: number; name: string }[];
+}
+
