@@ -8,7 +8,7 @@
  * batch are alive). Reading `ctx.heartbeat` (or destructuring it) gives a function bound to
  * this attempt, as before.
  */
-import { LeaseLostError, LeaseholdError, NotSupportedError, validateEffectKey } from '../core/index.js';
+import { LeaseLostError, LeaseholdError, NotSupportedError, type RetryPolicy, retrying, validateEffectKey } from '../core/index.js';
 import type { ClaimedJob, EffectRecord, Storage } from '../core/storage.js';
 import type { Logger } from './env.js';
 import type { EffectBatcher } from './effect-batcher.js';
@@ -83,7 +83,7 @@ async function succeedInTransaction(host: ContextHost, tx: unknown): Promise<voi
     throw new NotSupportedError('completing a job inside your transaction', storage.dialect);
   }
   const params = { id: job.id, leaseToken: job.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } };
-  const [r] = await storage.finishJobs([params], { tx });
+  const [r] = await storage.leases.finish({ items: [params], tx });
   if (!r?.applied) throw host.leaseLost('completion');
   host.succeededInTransaction();
 }
@@ -139,7 +139,8 @@ async function confirmLease(host: ContextHost, what: string): Promise<void> {
   if (!renewed || !host.leaseSurelyHeld()) throw host.leaseLost(what);
 }
 
-const RECORD_RETRY_MS = [50, 200, 1_000, 3_000];
+/** A record write is tried again over a few seconds (a dropped connection, a restart) before once gives up. */
+const RECORD_RETRY: RetryPolicy = { kind: 'exponential', baseMs: 100, factor: 4, maxMs: 3_000, jitter: 'equal' };
 
 /**
  * Record a performed effect. The effect already happened, so a dropped connection must not
@@ -148,18 +149,15 @@ const RECORD_RETRY_MS = [50, 200, 1_000, 3_000];
  * words — which is safe because the write is fenced by the lease and idempotent. A retry that
  * finds nothing pending asks whether the earlier write landed before its connection dropped.
  */
-async function recordEffect(storage: Storage, effects: ContextHost['effects'], p: EffectRecord): Promise<boolean> {
-  for (let i = 0; ; i++) {
-    try {
+function recordEffect(storage: Storage, effects: ContextHost['effects'], p: EffectRecord): Promise<boolean> {
+  return retrying(
+    async (attempt) => {
       if (await effects.record(p)) return true;
-      if (i === 0) return false;
+      if (attempt === 1) return false;
       // the key alone, not the job's list of effects: a job may hold any number of them
-      const effect = await storage.getEffect(p.key);
+      const effect = await storage.effects.get({ key: p.key });
       return effect !== null && effect.jobId === p.jobId && effect.state === 'done';
-    } catch (e) {
-      const wait = RECORD_RETRY_MS[i];
-      if (wait === undefined) throw e;
-      await new Promise((r) => setTimeout(r, wait).unref());
-    }
-  }
+    },
+    { policy: RECORD_RETRY, attempts: 5 },
+  );
 }

@@ -201,7 +201,7 @@ export class Attempt implements ContextHost, Timed, FinishSink {
   }
 
   /** The completer wrote this attempt's finish (FinishSink). */
-  finished(res: FinishResult): void {
+  written(res: FinishResult): void {
     try {
       this.#recorded(reportFinish(this, this.deps.log.isLevelEnabled('info'), this.#decision as Decision, this.#result, res, Date.now() - this.startedAt, this.job.maxAttempts));
     } catch (e) {
@@ -210,7 +210,7 @@ export class Attempt implements ContextHost, Timed, FinishSink {
   }
 
   /** The completer gave up on this attempt's finish (FinishSink). */
-  finishFailed(e: unknown): void {
+  writeFailed(e: unknown): void {
     try {
       this.log.error({ event: 'job.finish_failed', err: (e as Error).message }, 'could not record the outcome; the lease will lapse and the sweeper will retry the job');
       this.#recorded('lost');

@@ -3,7 +3,7 @@
  * between claims, and the backoff while claims fail (logged once when they start failing and
  * once when they work again). The loop itself is Worker#claimLoop in worker.ts.
  */
-import { bufferTarget, claimLimit } from '../core/index.js';
+import { Backoff, type RetryPolicy, bufferTarget, claimLimit } from '../core/index.js';
 import type { Logger } from './env.js';
 
 /** Claims pause while this many finished jobs wait for their outcome to be written. */
@@ -42,24 +42,25 @@ export function claimWaitMs(idle: boolean, pollMs: number, random: () => number)
 }
 
 /** While claims fail: waits doubling from 250 ms up to 30 s. */
+const CLAIM_BACKOFF: RetryPolicy = { kind: 'exponential', baseMs: 250, factor: 2, maxMs: 30_000, jitter: 'none' };
+
+/** Paces the claim loop while claims fail, and says so once when they start and stop failing. */
 export class ClaimBackoff {
-  #ms = 0;
-  #failing = false;
+  readonly #backoff = new Backoff(CLAIM_BACKOFF);
 
   constructor(private readonly log: Logger) {}
 
   /** A claim answered: the next one goes out without waiting. */
   succeeded(): void {
-    if (this.#failing) this.log.info({ event: 'claim.recovered' }, 'claims work again');
-    this.#failing = false;
-    this.#ms = 0;
+    if (this.#backoff.failures > 0) this.log.info({ event: 'claim.recovered' }, 'claims work again');
+    this.#backoff.reset();
   }
 
   /** A claim failed with `e`: how long to wait before the next one. */
   failed(e: unknown): number {
-    this.#ms = Math.min(30_000, Math.max(250, this.#ms * 2));
-    if (!this.#failing) this.log.error({ event: 'claim.failed', err: (e as Error).message, retryInMs: this.#ms }, 'could not claim jobs; backing off');
-    this.#failing = true;
-    return this.#ms;
+    const first = this.#backoff.failures === 0;
+    const ms = this.#backoff.next();
+    if (first) this.log.error({ event: 'claim.failed', err: (e as Error).message, retryInMs: ms }, 'could not claim jobs; backing off');
+    return ms;
   }
 }

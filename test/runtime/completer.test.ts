@@ -20,7 +20,7 @@ function heldStorage() {
   let inFlight = 0;
   let maxInFlight = 0;
   const storage = {
-    finishJobs: async (p: readonly FinishParams[]): Promise<FinishResult[]> => {
+    leases: { finish: async ({ items: p }: { items: readonly FinishParams[] }): Promise<FinishResult[]> => {
       batches.push(p.length);
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
@@ -29,7 +29,7 @@ function heldStorage() {
       await g.promise;
       inFlight--;
       return p.map((f) => ({ id: f.id, applied: true }));
-    },
+    } },
   } as unknown as Storage;
   return { storage, batches, gates, maxInFlight: () => maxInFlight, releaseAll: () => gates.splice(0).forEach((r) => r()) };
 }
@@ -69,9 +69,11 @@ describe('completer', () => {
   test('a write that keeps failing is retried, then rejects its callers', async () => {
     let calls = 0;
     const storage = {
-      finishJobs: async () => {
-        calls++;
-        throw new Error('database away');
+      leases: {
+        finish: async () => {
+          calls++;
+          throw new Error('database away');
+        },
       },
     } as unknown as Storage;
     const c = new Completer(storage, log);

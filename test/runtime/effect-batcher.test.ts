@@ -12,7 +12,7 @@ import type { EffectParams, EffectReservation, Storage } from '../../src/core/st
 import type { EffectRecord } from '../../src/core/storage.js';
 import { EffectBatcher } from '../../src/runtime/effect-batcher.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
-import { Harness, STORAGE_KINDS, deferred, describeEachKind, waitFor } from './support.js';
+import { Harness, STORAGE_KINDS, deferred, describeEachKind, overriding, waitFor } from './support.js';
 
 /**
  * A storage stand-in that records each batch and answers when released: every item gets an
@@ -44,16 +44,17 @@ function recordingLedger(opts: { batched: boolean; refused?: string[] }) {
   const reservation = (via: string) => (key: string): EffectReservation => ({ state: 'done', result: `${via}:${key}` });
   // a record lands unless its key says otherwise
   const recorded = (key: string): boolean => !key.startsWith('lost');
-  const storage = {
-    reserveEffect: (p: EffectParams) => single(p.key, reservation('single')),
-    completeEffect: (p: EffectRecord) => single(p.key, recorded),
+  const effects = {
+    reserve: (p: EffectParams) => single(p.key, reservation('single')),
+    complete: (p: EffectRecord) => single(p.key, recorded),
     ...(opts.batched
       ? {
-          reserveEffects: (ps: readonly EffectParams[]) => batch(ps.map((p) => p.key), reserveBatches, reservation('batch')),
-          completeEffects: (ps: readonly EffectRecord[]) => batch(ps.map((p) => p.key), recordBatches, recorded),
+          reserveMany: ({ items }: { items: readonly EffectParams[] }) => batch(items.map((p) => p.key), reserveBatches, reservation('batch')),
+          completeMany: ({ items }: { items: readonly EffectRecord[] }) => batch(items.map((p) => p.key), recordBatches, recorded),
         }
       : {}),
-  } as unknown as Storage;
+  };
+  const storage = { effects } as unknown as Storage;
   return {
     storage,
     reserveBatches,
@@ -124,11 +125,13 @@ describe('EffectBatcher', () => {
     // "false" here would read as a lost lease; the error makes once retry and ask the ledger
     const dropped = new Error('connection dropped after COMMIT');
     const storage = {
-      completeEffect: async () => false,
-      completeEffects: async () => {
-        throw dropped;
+      effects: {
+        complete: async () => false,
+        completeMany: async () => {
+          throw dropped;
+        },
+        reserveMany: async ({ items }: { items: readonly EffectParams[] }) => items.map(() => ({ state: 'reserved' })),
       },
-      reserveEffects: async (ps: readonly EffectParams[]) => ps.map(() => ({ state: 'reserved' })),
     } as unknown as Storage;
     const b = new EffectBatcher(storage);
     await assert.rejects(b.record({ ...ask('a'), result: 1 }), (e) => e === dropped);
@@ -152,10 +155,8 @@ await describeEachKind('ctx.once under concurrency, batched', STORAGE_KINDS, (ki
     const h = await Harness.open(kind);
     harnesses.push(h);
     const writes = { reserve: 0, record: 0 };
-    const inner = h.storage;
-    const s = Object.create(inner) as Storage;
-    s.reserveEffects = (ps) => (writes.reserve++, inner.reserveEffects!(ps));
-    s.completeEffects = (ps) => (writes.record++, inner.completeEffects!(ps));
+    const reserving = overriding(h.storage, 'effects', 'reserveMany', (many) => (p) => (writes.reserve++, many!(p)));
+    const s = overriding(reserving, 'effects', 'completeMany', (many) => (p) => (writes.record++, many!(p)));
     const sent = new Map<number, number>();
     const job = defineJob({
       type: 'notify',
@@ -167,10 +168,10 @@ await describeEachKind('ctx.once under concurrency, batched', STORAGE_KINDS, (ki
     const { client } = await h.serve([job], { concurrency: 20 });
     const n = 200;
     await client.enqueueMany(Array.from({ length: n }, (_, i) => ({ type: 'notify', payload: { n: i } })));
-    await waitFor(async () => (await h.storage.countJobs()).reduce((a, c) => a + (c.status === 'succeeded' ? c.count : 0), 0) === n, 10_000, 'every job to succeed');
+    await waitFor(async () => (await h.storage.queues.counts()).reduce((a, c) => a + (c.status === 'succeeded' ? c.count : 0), 0) === n, 10_000, 'every job to succeed');
     assert.equal(sent.size, n);
     assert.ok([...sent.values()].every((x) => x === 1), 'each effect ran once');
-    assert.equal((await h.storage.listEffects({ limit: 1_000 })).filter((e) => e.state === 'done').length, n);
+    assert.equal((await h.storage.effects.list({ limit: 1_000 })).filter((e) => e.state === 'done').length, n);
     // one write per job would be n each; concurrent attempts share them
     assert.ok(writes.reserve > 0 && writes.reserve <= n / 2, `reserves in ${writes.reserve} writes for ${n} jobs`);
     assert.ok(writes.record > 0 && writes.record <= n / 2, `records in ${writes.record} writes for ${n} jobs`);

@@ -24,7 +24,7 @@ const memory = memoryStorage();
 await memory.migrate();
 const noop = lh.defineJob({ type: 'noop', handler: () => {} });
 await lh.createClient({ storage: memory, jobs: [noop] }).enqueue('noop', { i: 0 });
-const [template] = await memory.claimJobs({ workerId: 'w', types: ['noop'], queues: null, limit: 1, leaseMs: 30_000 });
+const [template] = await memory.leases.claim({ workerId: 'w', types: ['noop'], queues: null, limit: 1, leaseMs: 30_000 });
 if (!template) throw new Error('no template job');
 
 let claimed = 0;
@@ -32,26 +32,27 @@ let finished = 0;
 let resolve!: () => void;
 const all = new Promise<void>((r) => (resolve = r));
 // the worker's calls go to the in-memory storage, except the three the drain repeats per job
+const leases: Storage['leases'] = {
+  ...memory.leases,
+  findExpired: (p) => memory.leases.findExpired(p),
+  claim: async (p) => {
+    const k = Math.min(p.limit, n - claimed);
+    const lockedUntil = new Date(Date.now() + p.leaseMs);
+    return Array.from({ length: k }, (): ClaimedJob => {
+      const id = String(++claimed);
+      return { ...template, id, leaseToken: `t.${id}`, lockedUntil, payload: { i: claimed } };
+    });
+  },
+  finish: async ({ items }) => {
+    finished += items.length;
+    if (finished === n) setImmediate(resolve);
+    return items.map((p) => ({ id: p.id, applied: true }));
+  },
+  heartbeat: async () => ({ lost: [] }),
+};
 const storage = new Proxy(memory, {
   get(target, prop, receiver) {
-    if (prop === 'claimJobs') {
-      return async (p: { limit: number; leaseMs: number }): Promise<ClaimedJob[]> => {
-        const k = Math.min(p.limit, n - claimed);
-        const lockedUntil = new Date(Date.now() + p.leaseMs);
-        return Array.from({ length: k }, () => {
-          const id = String(++claimed);
-          return { ...template, id, leaseToken: `t.${id}`, lockedUntil, payload: { i: claimed } };
-        });
-      };
-    }
-    if (prop === 'finishJobs') {
-      return async (ps: readonly { id: string }[]) => {
-        finished += ps.length;
-        if (finished === n) setImmediate(resolve);
-        return ps.map((p) => ({ id: p.id, applied: true }));
-      };
-    }
-    if (prop === 'heartbeat') return async () => ({ lost: [] });
+    if (prop === 'leases') return leases;
     return Reflect.get(target, prop, receiver) as unknown;
   },
 }) as Storage;
