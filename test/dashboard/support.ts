@@ -4,6 +4,7 @@
  * extraction of the CSRF token from a rendered page.
  */
 import type { Storage } from '../../src/core/storage.js';
+import type { createDashboard } from '../../src/dashboard/index.js';
 import { Client } from '../../src/runtime/client.js';
 
 export const XSS = '<script>alert(1)</script>';
@@ -22,15 +23,15 @@ export async function seed(storage: Storage): Promise<Seeded> {
   const ok = await client.enqueue('report', { day: '2026-01-01' });
   const queued = await client.enqueue('send-email', { to: 'b@example.com' }, { delayMs: 3_600_000 });
   await client.enqueue('orphan-type', { n: 1 });
-  const claimed = await storage.claimJobs({ workerId: 'w-test', types: ['send-email', 'report'], queues: null, limit: 10, leaseMs: 30_000 });
+  const claimed = await storage.leases.claim({ workerId: 'w-test', types: ['send-email', 'report'], queues: null, limit: 10, leaseMs: 30_000 });
   const byId = new Map(claimed.map((j) => [j.id, j]));
   const d = byId.get(dead.id)!;
   const s = byId.get(ok.id)!;
   const error = { code: 'HANDLER_ERROR', message: `mail provider said ${XSS}`, stack: `Error: ${XSS}\n    at handler (jobs.ts:1:1)` };
-  await storage.finishJobs([
+  await storage.leases.finish({ items: [
     { id: d.id, leaseToken: d.leaseToken, status: 'dead', error, attempt: { outcome: 'dead', error } },
     { id: s.id, leaseToken: s.leaseToken, status: 'succeeded', attempt: { outcome: 'succeeded' } },
-  ]);
+  ] });
   return { client, deadId: dead.id, queuedId: queued.id, succeededId: ok.id };
 }
 
@@ -63,4 +64,24 @@ export function csrfOf(page: string): string {
 
 export function form(fields: Record<string, string>): URLSearchParams {
   return new URLSearchParams(fields);
+}
+
+export const TOKEN = 'test-token-0123456789abcdef';
+export type App = ReturnType<typeof createDashboard>;
+
+
+export async function get(app: App, path: string, jar = new Jar(), headers: Record<string, string> = {}) {
+  const res = jar.absorb(await app.request(path, { headers: { cookie: jar.header(), ...headers } }));
+  return { res, text: await res.text() };
+}
+
+export async function post(app: App, path: string, fields: Record<string, string>, jar = new Jar(), headers: Record<string, string> = {}) {
+  const res = jar.absorb(
+    await app.request(path, {
+      method: 'POST',
+      body: form(fields),
+      headers: { cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded', origin: 'http://localhost', ...headers },
+    }),
+  );
+  return { res, text: await res.text() };
 }

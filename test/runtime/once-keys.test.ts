@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { defineJob } from '../../src/runtime/job-definition.js';
-import { describeEachEdge } from './edge-kinds.js';
+import { describeEachHarness } from './support.js';
 
 const BAD_KEYS: [string, string][] = [
   ['empty', ''],
@@ -14,7 +14,7 @@ const BAD_KEYS: [string, string][] = [
   ['too long', 'x'.repeat(513)],
 ];
 
-await describeEachEdge('ctx.once keys', (harness) => {
+await describeEachHarness('ctx.once keys', (harness) => {
   test('a bad key is a ValidationError; fn does not run and no effect is written', async () => {
     const h = harness();
     const seen: Record<string, string | undefined> = {};
@@ -37,6 +37,6 @@ await describeEachEdge('ctx.once keys', (harness) => {
     await h.waitStatus(job.id, 'succeeded');
     assert.equal(calls, 0);
     assert.deepEqual(seen, Object.fromEntries(BAD_KEYS.map(([name]) => [name, 'ValidationError:INVALID_OPTION'])));
-    assert.deepEqual(await h.storage.listEffects({ jobId: job.id, limit: 10 }), []);
+    assert.deepEqual(await h.storage.effects.list({ jobId: job.id, limit: 10 }), []);
   });
 });

@@ -15,9 +15,7 @@ import type { AbortReason } from '../../src/core/index.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
 import { JobRegistry } from '../../src/runtime/job-definition.js';
 import { Sweeper } from '../../src/runtime/sweeper.js';
-import { type EdgeKind, edgeSkip, onFirstReserve, openEdge } from './edge-kinds.js';
-import type { Harness } from './support.js';
-import { deferred, overriding, waitFor } from './support.js';
+import { Harness, STORAGE_KINDS, deferred, kindOptions, onFirstReserve, overriding, waitFor } from './support.js';
 
 const LEASE_MS = 600;
 
@@ -26,16 +24,14 @@ function stall(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
-for (const kind of ['memory', 'sqlite', 'postgres', 'mysql'] as EdgeKind[]) {
+for (const kind of STORAGE_KINDS) {
   const suite = `ctx.once and the lease (${kind})`;
-  const skip = await edgeSkip(kind, suite);
-  describe(suite, { skip }, () => {
+  describe(suite, await kindOptions(kind, suite), () => {
     let h: Harness;
-    let close: () => Promise<void>;
     before(async () => {
-      ({ h, close } = await openEdge(kind));
+      h = await Harness.open(kind);
     });
-    after(() => close());
+    after(() => h.close());
 
     test('a reservation answered after the lease may have lapsed is not acted on; the next attempt runs the effect once', async () => {
       const type = 'paused-once';
@@ -66,7 +62,7 @@ for (const kind of ['memory', 'sqlite', 'postgres', 'mysql'] as EdgeKind[]) {
         await waitFor(async () => (await sweeper.sweep()) === 1, 5_000, 'the rescue of the lapsed lease');
         paused = false;
       });
-      const storage = overriding(withPause, 'heartbeat', (heartbeat) => (p) => (paused ? new Promise(() => {}) : heartbeat(p)));
+      const storage = overriding(withPause, 'leases', 'heartbeat', (heartbeat) => (p) => (paused ? new Promise(() => {}) : heartbeat(p)));
       const { client } = await h.serve([def], { storage, concurrency: 1, leaseMs: LEASE_MS });
       const job = await client.enqueue(type, {});
       const done = await h.waitStatus(job.id, 'succeeded', 10_000);
@@ -77,7 +73,7 @@ for (const kind of ['memory', 'sqlite', 'postgres', 'mysql'] as EdgeKind[]) {
       ]);
       assert.equal(done.attempts, 2);
       assert.deepEqual((await h.client.listAttempts(job.id)).map((a) => a.outcome), ['lease_expired', 'succeeded']);
-      const [effect] = await h.storage.listEffects({ jobId: job.id, limit: 10 });
+      const [effect] = await h.storage.effects.list({ jobId: job.id, limit: 10 });
       assert.equal(effect?.state, 'done');
     });
 
@@ -113,7 +109,7 @@ for (const kind of ['memory', 'sqlite', 'postgres', 'mysql'] as EdgeKind[]) {
         const row = await h.job(job.id);
         // the lease is taken away behind the worker's back (a rescue by another process)
         take = async () => {
-          const [r] = await h.storage.finishJobs([{ id: job.id, leaseToken: row.leaseToken as string, status: 'failed', runAfterMs: 60_000, attempt: { outcome: 'lease_expired' } }]);
+          const [r] = await h.storage.leases.finish({ items: [{ id: job.id, leaseToken: row.leaseToken as string, status: 'failed', runAfterMs: 60_000, attempt: { outcome: 'lease_expired' } }] });
           assert.equal(r?.applied, true);
         };
         if (how !== 'record') await take();

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { defineJob } from '../../src/runtime/job-definition.js';
-import { describeEachEdge, onFirstReserve } from './edge-kinds.js';
+import { describeEachHarness, onFirstReserve } from './support.js';
 
 const LEASE_MS = 60_000;
 
@@ -23,7 +23,7 @@ function jumpingClock(jump: number): { arm: () => void; restore: () => void } {
   return { arm: () => void (readsAfterArm = 0), restore: () => void (performance.now = real) };
 }
 
-await describeEachEdge('ctx.once: the lease check and fn in one step', (harness) => {
+await describeEachHarness('ctx.once: the lease check and fn in one step', (harness) => {
   test('a stall right after a check that found the lease held does not let fn run after the rescue', async () => {
     const h = harness();
     const type = 'stall-once';
@@ -48,7 +48,7 @@ await describeEachEdge('ctx.once: the lease check and fn in one step', (harness)
     try {
       const storage = onFirstReserve(h.storage, async (p) => {
         // another process rescues the job while this one is about to stall
-        const [r] = await h.storage.finishJobs([{ id: p.jobId, leaseToken: p.leaseToken, status: 'failed', runAfterMs: 0, attempt: { outcome: 'lease_expired' } }]);
+        const [r] = await h.storage.leases.finish({ items: [{ id: p.jobId, leaseToken: p.leaseToken, status: 'failed', runAfterMs: 0, attempt: { outcome: 'lease_expired' } }] });
         assert.equal(r?.applied, true);
         clock.arm();
       });
