@@ -1,9 +1,7 @@
 /**
- * Batches the effect ledger's writes (`ctx.once`) of a worker's concurrent attempts. Each
- * reserve and each record was one statement and one commit of its own, so a worker whose jobs
- * all call `ctx.once` was bound by two commits per job whatever its concurrency. Now everything
- * asked while a write is in flight goes into the next one: one commit serves the attempts that
- * asked meanwhile, and a lone call is written at once.
+ * Batches the effect ledger's writes (`ctx.once`) of a worker's concurrent attempts, so a
+ * worker whose jobs all call `ctx.once` is not bound by two commits per job: everything asked
+ * while a write is in flight goes into the next one, and a lone call is written at once.
  *
  * A batch names each key once (see core/effects.ts): an item whose key is already in the batch
  * being gathered waits for the next. A failed batch is asked again item by item, so one item

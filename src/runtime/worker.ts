@@ -204,10 +204,9 @@ export class Worker {
       let limit = this.#claimLimit();
       let full = false;
       if (limit > 0) {
-        // one turn of the event loop per claim: with a synchronous database (SQLite) and
-        // handlers that return at once, claims and jobs chained on microtasks for as long as
-        // jobs were due, no timer, signal or socket was served meanwhile, and each finish write
-        // took only the 30 outcomes that arrived while the previous one settled
+        // one turn of the event loop per claim: with a synchronous database (SQLite) and handlers
+        // that return at once, claims and jobs would chain on microtasks while jobs are due,
+        // serving no timer, signal or socket meanwhile
         await yieldTurn();
         limit = this.#state === 'running' ? this.#claimLimit() : 0;
       }
