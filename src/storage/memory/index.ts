@@ -1,3 +1,75 @@
-/** leasehold/memory: the in-memory Storage, for unit tests (one process, no persistence). */
-export { MemoryStorage, memoryStorage } from './memory-storage.js';
-export type { MemoryStorageOptions } from './memory-storage.js';
+/**
+ * leasehold/memory: the Storage contract kept in process memory, for unit tests (one process,
+ * no persistence). It passes the same conformance suite as the SQL adapters; "now" is the
+ * injected clock, and rows handed out are always copies.
+ */
+import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
+import { MemoryAttempts } from './attempts.js';
+import { MemoryDb } from './db.js';
+import { MemoryEffects } from './effects.js';
+import { MemoryJobs } from './jobs.js';
+import { MemoryLeases } from './leases.js';
+import { MemoryLocks } from './locks.js';
+import { MemoryQueues } from './queues.js';
+import { MemorySchedules } from './schedules.js';
+import { MemoryWorkers } from './workers.js';
+
+export interface MemoryStorageOptions {
+  /** the "database clock", epoch milliseconds; default Date.now */
+  clock?: () => number;
+}
+
+/** The same history as the SQL adapters; in memory there is nothing to build. */
+const MIGRATIONS = [{ version: 1, name: 'baseline' }];
+const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
+
+export class MemoryStorage implements Storage {
+  readonly dialect = 'memory';
+  readonly capabilities: Capabilities = { multiProcess: false, transactionalEnqueue: false, listenNotify: false };
+  readonly jobs: MemoryJobs;
+  readonly leases: MemoryLeases;
+  readonly attempts: MemoryAttempts;
+  readonly effects: MemoryEffects;
+  readonly schedules: MemorySchedules;
+  readonly locks: MemoryLocks;
+  readonly workers: MemoryWorkers;
+  readonly queues: MemoryQueues;
+
+  private readonly db: MemoryDb;
+  private version = 0;
+
+  constructor(opts: MemoryStorageOptions = {}) {
+    const db = (this.db = new MemoryDb(opts.clock ?? Date.now));
+    this.jobs = new MemoryJobs(db);
+    this.leases = new MemoryLeases(db);
+    this.attempts = new MemoryAttempts(db);
+    this.effects = new MemoryEffects(db);
+    this.schedules = new MemorySchedules(db);
+    this.locks = new MemoryLocks(db);
+    this.workers = new MemoryWorkers(db);
+    this.queues = new MemoryQueues(db);
+  }
+
+  async migrate(): Promise<MigrateResult> {
+    this.db.now();
+    const from = this.version;
+    this.version = SCHEMA_VERSION;
+    return { from, to: this.version, applied: MIGRATIONS.filter((m) => m.version > from) };
+  }
+
+  async schemaVersion(): Promise<number> {
+    return this.version;
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+
+  async now(): Promise<Date> {
+    return this.db.now();
+  }
+}
+
+export function memoryStorage(opts?: MemoryStorageOptions): MemoryStorage {
+  return new MemoryStorage(opts);
+}

@@ -1,16 +1,27 @@
 /**
- * The in-memory "tables" behind MemoryStorage, and the copy helpers that keep callers from
- * ever holding a reference into them. Payloads and effect results are stored as JSON text, as
- * a database would, so a round trip behaves the same as with SQL adapters.
+ * The in-memory "database": its tables, its clock, and the copy helpers that keep callers from
+ * ever holding a reference into the tables. Payloads and effect results are stored as JSON
+ * text, as a database would, so a round trip behaves the same as with the SQL adapters.
+ * Every aggregate call does its whole mutation synchronously after one `now()`, so each call
+ * is atomic like one SQL transaction.
  */
 import { randomBytes } from 'node:crypto';
+import { LeaseholdError } from '../../core/errors.js';
 import type { LockRow, ScheduleRow } from '../../core/schedules.js';
-import type { AttemptRow, EffectRow, JobRow, WorkerRow } from '../../core/storage.js';
+import type { AttemptRow, EffectRow, FinishParams, JobRow, WorkerRow } from '../../core/storage.js';
 
 /** A job as stored: the payload kept as JSON text. */
 export interface StoredJob extends Omit<JobRow, 'payload'> {
   payloadJson: string;
   /** numeric id, for ordering */
+  seq: number;
+}
+
+/** What a new job row is made of; everything else starts empty. */
+export type NewJobRow = Pick<StoredJob, 'queue' | 'type' | 'payloadJson' | 'priority' | 'runAt' | 'maxAttempts' | 'idempotencyKey' | 'timeoutMs' | 'maxRuntimeMs'> &
+  Partial<Pick<StoredJob, 'scheduleName' | 'slotAt'>>;
+
+export interface StoredAttempt extends AttemptRow {
   seq: number;
 }
 
@@ -25,42 +36,96 @@ export interface StoredEffect {
   seq: number;
 }
 
-export interface StoredAttempt extends AttemptRow {
-  seq: number;
-}
+export type StoredSchedule = Omit<ScheduleRow, 'payload'> & { payloadJson: string };
+export type StoredLock = Omit<LockRow, 'expired'> & { token: string | null };
 
-export class MemoryTables {
+export class MemoryDb {
   readonly jobs = new Map<string, StoredJob>();
   /** idempotency key → job id */
   readonly idempotency = new Map<string, string>();
   readonly attempts = new Map<string, StoredAttempt>();
   readonly effects = new Map<string, StoredEffect>();
   readonly workers = new Map<string, WorkerRow>();
-  /** schedules by name, payload kept as JSON text */
-  readonly schedules = new Map<string, Omit<ScheduleRow, 'payload'> & { payloadJson: string }>();
+  readonly schedules = new Map<string, StoredSchedule>();
   /** "name\0slotMs" → job id: the unique (schedule_name, slot_at) key */
   readonly slotKeys = new Map<string, string>();
-  /** "name\0slot" → holding (with its token); fences per name */
-  readonly locks = new Map<string, Omit<LockRow, 'expired'> & { token: string | null }>();
+  /** "name\0slot" → holding (with its token) */
+  readonly locks = new Map<string, StoredLock>();
+  /** the per-name fence counter, which never goes down */
   readonly lockFences = new Map<string, number>();
   /** the slot count each lock name was last granted with */
   readonly lockSlots = new Map<string, number>();
   private nextJob = 1;
   private nextAttempt = 1;
   private nextEffect = 1;
+  private closed = false;
 
-  jobSeq(): number {
-    return this.nextJob++;
+  constructor(private readonly clock: () => number) {}
+
+  /** The "database clock"; throws once closed, so every call on a closed storage fails. */
+  now(): Date {
+    if (this.closed) throw new LeaseholdError('STORAGE', 'memory storage is closed');
+    return new Date(this.clock());
   }
+
+  close(): void {
+    this.closed = true;
+  }
+
   attemptSeq(): number {
     return this.nextAttempt++;
   }
+
   effectSeq(): number {
     return this.nextEffect++;
   }
+
+  /** Insert a queued job under the next id. */
+  insertJob(spec: NewJobRow, now: Date): StoredJob {
+    const seq = this.nextJob++;
+    const row: StoredJob = {
+      ...spec,
+      id: String(seq),
+      seq,
+      status: 'queued',
+      attempts: 0,
+      lockedBy: null,
+      leaseToken: null,
+      lockedUntil: null,
+      heartbeatAt: null,
+      startedAt: null,
+      finishedAt: null,
+      lastErrorCode: null,
+      lastError: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    this.jobs.set(row.id, row);
+    return row;
+  }
+
+  /** Close the running attempt of (job, lease token): finished now, with its outcome. */
+  closeAttempt(jobId: string, token: string | null, end: FinishParams['attempt'], now: Date): void {
+    for (const a of this.attempts.values()) {
+      if (a.jobId !== jobId || a.leaseToken !== token || a.outcome !== 'running') continue;
+      const err = end.error ?? null;
+      a.finishedAt = now;
+      a.durationMs = Math.max(0, now.getTime() - a.startedAt.getTime());
+      a.outcome = end.outcome;
+      a.errorCode = err ? err.code : null;
+      a.errorMessage = err ? err.message : null;
+      a.errorStack = err ? (err.stack ?? null) : null;
+      a.retryDelayMs = end.retryDelayMs ?? null;
+    }
+  }
 }
 
-/** A fresh lease token: 128 random bits, hex. */
+/** The unique (schedule_name, slot_at) key of a schedule's job. */
+export function slotKey(name: string, slot: Date): string {
+  return `${name}\0${slot.getTime()}`;
+}
+
+/** A fresh lease or lock token: 128 random bits, hex. */
 export function newToken(): string {
   return randomBytes(16).toString('hex');
 }
@@ -69,8 +134,8 @@ export function toJson(value: unknown): string {
   return JSON.stringify(value === undefined ? null : value);
 }
 
-const copyDate = (d: Date): Date => new Date(d.getTime());
-const copyDateOrNull = (d: Date | null): Date | null => (d === null ? null : copyDate(d));
+export const copyDate = (d: Date): Date => new Date(d.getTime());
+export const copyDateOrNull = (d: Date | null): Date | null => (d === null ? null : copyDate(d));
 
 export function jobOut(j: StoredJob): JobRow {
   return {
