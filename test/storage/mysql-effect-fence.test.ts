@@ -24,8 +24,8 @@ describe('mysql specific: effect reserve fence', { skip: url === null }, () => {
     assert.equal(session?.iso, 'READ-COMMITTED');
     const s = make({ pool, tablePrefix: 'rc_' });
     await s.migrate();
-    await s.insertJobs([job('fx')]);
-    const [c] = await s.claimJobs({ workerId: 'zombie', types: ['fx'], queues: null, limit: 1, leaseMs: 60_000 });
+    await s.jobs.insert({ jobs: [job('fx')] });
+    const [c] = await s.leases.claim({ workerId: 'zombie', types: ['fx'], queues: null, limit: 1, leaseMs: 60_000 });
     assert.ok(c);
 
     const rescuer = await mysql.createConnection(dbUrl(db));
@@ -34,7 +34,7 @@ describe('mysql specific: effect reserve fence', { skip: url === null }, () => {
       // a sweeper's rescue of this lease, not committed yet: it holds the job row
       await rescuer.query('START TRANSACTION');
       await rescuer.query(`UPDATE rc_jobs SET status = 'failed', lease_token = NULL, locked_by = NULL WHERE id = ?`, [c.id]);
-      const asked = s.reserveEffect({ key: 'zombie:send', jobId: c.id, leaseToken: c.leaseToken });
+      const asked = s.effects.reserve({ key: 'zombie:send', jobId: c.id, leaseToken: c.leaseToken });
       // the reserve's statement is in flight on its connection (held up by the rescue's row lock), or it was answered
       let answered = false;
       void asked.finally(() => (answered = true));
@@ -50,7 +50,7 @@ describe('mysql specific: effect reserve fence', { skip: url === null }, () => {
       await rescuer.query('COMMIT');
       assert.equal(first, 'in flight', 'the reserve waited for the rescue');
       assert.deepEqual(await asked, { state: 'lost' });
-      assert.equal(await s.countEffects(), 0, 'nothing reserved for the zombie');
+      assert.equal(await s.effects.count(), 0, 'nothing reserved for the zombie');
     } finally {
       await rescuer.end();
       await prober.end();

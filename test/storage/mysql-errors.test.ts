@@ -7,7 +7,7 @@ import { before, describe, it } from 'node:test';
 import mysql from 'mysql2/promise';
 import { TransientStorageError } from '../../src/core/errors.js';
 import { classifyMysqlError } from '../../src/storage/mysql/index.js';
-import { withRetry } from '../../src/storage/mysql/mysql-errors.js';
+import { withRetry } from '../../src/storage/mysql/db.js';
 import { serverFor } from '../support/databases.js';
 import { throwawayDatabase } from './mysql-support.js';
 

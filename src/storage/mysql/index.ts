@@ -1,7 +1,102 @@
-/** MySQL 8.0.4+ / MariaDB 10.6+ storage for leasehold (subpath export `leasehold/mysql`). */
-export { MysqlStorage, mysqlStorage } from './mysql-storage.js';
-export type { MysqlStorageOptions } from './mysql-storage.js';
-export { MYSQL_MIGRATIONS, LATEST_MYSQL_VERSION, checkServerVersion, parseServerVersion } from './mysql-migrations.js';
-export type { MysqlMigration, MysqlServerInfo } from './mysql-migrations.js';
-export { classifyMysqlError } from './mysql-errors.js';
-export type { MysqlErrorKind } from './mysql-errors.js';
+/**
+ * leasehold/mysql: the MySQL 8.0.4+ / MariaDB 10.6+ storage adapter on mysql2/promise. Its
+ * semantics are the contract in core/storage.ts. Times are UTC_TIMESTAMP(6) in DATETIME(6)
+ * columns, independent of the session or server time zone. `jobs.insert` and `leases.finish`
+ * accept `{ tx }`: the caller's own mysql2 connection inside their transaction, used as is, so
+ * the job exists, or the finish lands, iff their transaction commits. Workers poll (no push).
+ */
+import type mysql from 'mysql2/promise';
+import { ValidationError } from '../../core/errors.js';
+import { idleTransactionTimeoutMs } from '../../core/limits.js';
+import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
+import { MysqlAttempts } from './attempts.js';
+import { Db, type PoolLike, createPool, run } from './db.js';
+import { MysqlEffects } from './effects.js';
+import { MysqlJobs } from './jobs.js';
+import { MysqlLeases } from './leases.js';
+import { MysqlLocks } from './locks.js';
+import { migrate, schemaVersion } from './migrations.js';
+import { MysqlQueues } from './queues.js';
+import { MysqlSchedules } from './schedules.js';
+import { NOW, parseUtc } from './sql.js';
+import { MysqlWorkers } from './workers.js';
+
+export { classifyMysqlError, type MysqlErrorKind } from './db.js';
+export { MIGRATIONS, SCHEMA_VERSION, checkServerVersion, parseServerVersion, type Migration, type MysqlServerInfo } from './migrations.js';
+
+export interface MysqlStorageOptions {
+  /** mysql://user:pass@host:port/database */
+  uri?: string;
+  /** a mysql2/promise pool you own (we never end it) */
+  pool?: mysql.Pool;
+  /** prefix of every table name; default 'leasehold_' */
+  tablePrefix?: string;
+  /** connections in the pool we create; default 10 */
+  poolSize?: number;
+  /** MariaDB ends a connection of our pool left idle inside a transaction this long (default 10 s) */
+  idleTransactionTimeoutMs?: number;
+}
+
+const PREFIX_RE = /^[A-Za-z0-9_]{0,32}$/;
+
+const NOW_SQL = `-- leasehold now: the database's clock, UTC, microseconds
+  SELECT ${NOW} AS now`;
+
+export class MysqlStorage implements Storage {
+  readonly dialect = 'mysql';
+  readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: false };
+  readonly tablePrefix: string;
+  readonly jobs: MysqlJobs;
+  readonly leases: MysqlLeases;
+  readonly attempts: MysqlAttempts;
+  readonly effects: MysqlEffects;
+  readonly schedules: MysqlSchedules;
+  readonly locks: MysqlLocks;
+  readonly workers: MysqlWorkers;
+  readonly queues: MysqlQueues;
+  private readonly db: Db;
+  private readonly ownPool: mysql.Pool | null;
+  private closed = false;
+
+  constructor(opts: MysqlStorageOptions) {
+    const prefix = opts.tablePrefix ?? 'leasehold_';
+    if (!PREFIX_RE.test(prefix)) throw new ValidationError('INVALID_OPTION', `tablePrefix must match ${PREFIX_RE}; got ${JSON.stringify(prefix)}`);
+    if (!opts.pool && !opts.uri) throw new ValidationError('INVALID_OPTION', 'mysql storage needs a `uri` or a `pool`');
+    this.tablePrefix = prefix;
+    this.ownPool = opts.pool ? null : createPool(opts.uri!, opts.poolSize ?? 10, idleTransactionTimeoutMs(opts.idleTransactionTimeoutMs));
+    // only our own pool is known to accept several statements per query
+    this.db = new Db((opts.pool ?? this.ownPool) as unknown as PoolLike, prefix, this.ownPool !== null);
+    this.jobs = new MysqlJobs(this.db);
+    this.leases = new MysqlLeases(this.db);
+    this.attempts = new MysqlAttempts(this.db);
+    this.effects = new MysqlEffects(this.db);
+    this.schedules = new MysqlSchedules(this.db);
+    this.locks = new MysqlLocks(this.db);
+    this.workers = new MysqlWorkers(this.db);
+    this.queues = new MysqlQueues(this.db);
+  }
+
+  migrate(): Promise<MigrateResult> {
+    return migrate(this.db);
+  }
+
+  schemaVersion(): Promise<number> {
+    return schemaVersion(this.db);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownPool) await this.ownPool.end();
+  }
+
+  async now(): Promise<Date> {
+    const [row] = await this.db.one('now', (c) => run(c, NOW_SQL));
+    return parseUtc(row?.now);
+  }
+}
+
+/** A MySQL/MariaDB storage; call `migrate()` before first use. */
+export function mysqlStorage(opts: MysqlStorageOptions): MysqlStorage {
+  return new MysqlStorage(opts);
+}

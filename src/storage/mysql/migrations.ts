@@ -1,18 +1,21 @@
 /**
- * Versioned, forward-only schema migrations for MySQL 8.0.4+ / MariaDB 10.6+, and the server
- * version check. A version number means the same change in every dialect that has it (4 to 8
- * are other dialects' own; 9 is in every one).
+ * Schema migrations for MySQL 8.0.4+ / MariaDB 10.6+, forward only, with the same numbers on
+ * every database, and the server version check.
  *
- * DDL commits on its own in MySQL, so a migration cannot be rolled back half way: every step
- * is idempotent (`CREATE TABLE IF NOT EXISTS`, indexes declared inside it) and the ledger row
- * is written last. Two processes migrating at once serialise on a named lock (GET_LOCK).
+ * DDL commits on its own in MySQL, so a migration cannot be rolled back half way: every step is
+ * idempotent (`CREATE TABLE IF NOT EXISTS`, indexes declared inside it) and the ledger row is
+ * written last. Two processes migrating at once take turns on a named lock (GET_LOCK); the
+ * second finds nothing left to do.
  *
- * In the SQL, `{p}` is the table prefix and `{collate}` the server's binary, no-pad collation
+ * In the DDL, `{p}` is the table prefix and `{collate}` the server's binary, no-pad collation
  * (exact, case- and trailing-space-sensitive matching of types, queues and keys).
  */
-import { LeaseholdError } from '../../core/errors.js';
+import { LeaseholdError, SchemaTooNewError, TransientStorageError } from '../../core/errors.js';
+import type { MigrateResult } from '../../core/storage.js';
+import { type Db, type Queryable, exec, run, withRetry } from './db.js';
+import { NOW } from './sql.js';
 
-export interface MysqlMigration {
+export interface Migration {
   version: number;
   name: string;
   sql: readonly string[];
@@ -20,12 +23,13 @@ export interface MysqlMigration {
 
 const TABLE_OPTS = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collate}';
 
-export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
+export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
-    name: 'initial schema',
+    name: 'baseline',
     sql: [
-      // jobs: one row per job; the claim, sweeper and prune paths each have an index
+      // jobs: one row per job; the claim, sweeper and prune paths each have an index; a schedule's
+      // jobs carry its name and slot, one job per (schedule, slot)
       `CREATE TABLE IF NOT EXISTS {p}jobs (
         id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
         queue VARCHAR(128) NOT NULL,
@@ -49,13 +53,18 @@ export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
         max_runtime_ms BIGINT NOT NULL,
         created_at DATETIME(6) NOT NULL,
         updated_at DATETIME(6) NOT NULL,
+        schedule_name VARCHAR(128) NULL,
+        slot_at DATETIME(6) NULL,
         PRIMARY KEY (id),
         UNIQUE KEY {p}jobs_idempotency_key (idempotency_key),
+        UNIQUE KEY {p}jobs_schedule_slot (schedule_name, slot_at),
         KEY {p}jobs_claim (status, priority, run_at, id),
         KEY {p}jobs_sweep (status, locked_until),
-        KEY {p}jobs_prune (status, finished_at)
+        -- finished_at alone: a claim, and a finish that makes the job due again, leave it NULL
+        -- and so do not move the row in this index (status is filtered on the row)
+        KEY {p}jobs_prune (finished_at)
       ) ${TABLE_OPTS}`,
-      // job_attempts: one history row per attempt, closed by (job_id, lease_token)
+      // job_attempts: one history row per attempt, written when the attempt ends; one per lease
       `CREATE TABLE IF NOT EXISTS {p}job_attempts (
         id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
         job_id BIGINT UNSIGNED NOT NULL,
@@ -71,9 +80,10 @@ export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
         error_stack TEXT NULL,
         retry_delay_ms BIGINT NULL,
         PRIMARY KEY (id),
-        KEY {p}job_attempts_lease (job_id, lease_token)
+        UNIQUE KEY {p}job_attempts_lease (job_id, lease_token)
       ) ${TABLE_OPTS}`,
-      // effects: the ctx.once ledger; never pruned with the jobs
+      // effects: the ctx.once ledger, never pruned with the jobs; `key` is a reserved word in
+      // MySQL, and the auto-increment id keeps new rows appended in insertion order
       `CREATE TABLE IF NOT EXISTS {p}effects (
         id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
         effect_key VARCHAR(512) NOT NULL,
@@ -100,16 +110,6 @@ export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
         PRIMARY KEY (id),
         KEY {p}workers_heartbeat (heartbeat_at)
       ) ${TABLE_OPTS}`,
-    ],
-  },
-  {
-    version: 2,
-    name: 'schedules, locks, job slots',
-    sql: [
-      // jobs a schedule enqueued carry its name and slot; one job per (schedule, slot). One ALTER is
-      // atomic; re-running it after a crash fails with "duplicate column", which the runner skips.
-      `ALTER TABLE {p}jobs ADD COLUMN schedule_name VARCHAR(128) NULL, ADD COLUMN slot_at DATETIME(6) NULL,
-        ADD UNIQUE KEY {p}jobs_schedule_slot (schedule_name, slot_at)`,
       // schedules: recurring jobs; next_run_at is advanced by compare-and-set
       `CREATE TABLE IF NOT EXISTS {p}schedules (
         name VARCHAR(128) NOT NULL,
@@ -134,7 +134,8 @@ export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
         PRIMARY KEY (name),
         KEY {p}schedules_due (enabled, next_run_at)
       ) ${TABLE_OPTS}`,
-      // locks: slot -1 of a name is its fence counter; slots 0..n-1 are the holdings
+      // locks: slot -1 of a name is its fence counter and keeps the slot count last granted
+      // (NULL: none yet); slots 0..n-1 are the holdings
       `CREATE TABLE IF NOT EXISTS {p}locks (
         name VARCHAR(128) NOT NULL,
         slot INT NOT NULL,
@@ -143,50 +144,78 @@ export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
         fence BIGINT NOT NULL,
         acquired_at DATETIME(6) NULL,
         expires_at DATETIME(6) NULL,
+        slots INT NULL,
         PRIMARY KEY (name, slot)
       ) ${TABLE_OPTS}`,
     ],
   },
-  {
-    version: 3,
-    name: 'attempt rows written when the attempt ends; prune by finished_at alone',
-    sql: [
-      // an attempt's history row is now inserted once, by the write that ends the attempt (finish,
-      // rescue, hand-back, cancel); while it runs, the job row holds it. The finish's INSERT … ON
-      // DUPLICATE KEY UPDATE needs (job_id, lease_token) unique to close in place a row that a
-      // worker of schema 2 opened at claim time. One ALTER under the same key name: a re-run after
-      // a crash before the ledger row rebuilds the key again, harmlessly.
-      `ALTER TABLE {p}job_attempts DROP KEY {p}job_attempts_lease, ADD UNIQUE KEY {p}job_attempts_lease (job_id, lease_token)`,
-      // pruning by finished_at alone (status is filtered on the row): a claim, and a finish that
-      // makes the job due again, leave finished_at NULL, so they no longer move the row in this
-      // index as they did in (status, finished_at). Same key name, so the FORCE INDEX of schema-2
-      // code still running during a deploy holds.
-      `ALTER TABLE {p}jobs DROP KEY {p}jobs_prune, ADD KEY {p}jobs_prune (finished_at)`,
-    ],
-  },
-  {
-    version: 9,
-    name: 'semaphores keep their slot count',
-    sql: [
-      // the counter row (slot -1) of a lock keeps the slot count it was last granted with: a caller
-      // asking for another count while the semaphore is held is refused (NULL: none recorded yet)
-      `ALTER TABLE {p}locks ADD COLUMN slots INT NULL`,
-    ],
-  },
 ];
 
-export const LATEST_MYSQL_VERSION = MYSQL_MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);
+export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
 
 /** The ledger table itself; created before anything else, outside the numbered migrations. */
-export const LEDGER_DDL = `CREATE TABLE IF NOT EXISTS {p}migrations (
+const LEDGER_DDL = `CREATE TABLE IF NOT EXISTS {p}migrations (
   version INT NOT NULL,
   name VARCHAR(255) NOT NULL,
   applied_at DATETIME(6) NOT NULL,
   PRIMARY KEY (version)
 ) ${TABLE_OPTS}`;
 
-export function renderDdl(sql: string, prefix: string, collate: string): string {
+const SQL = {
+  version: `-- leasehold version: server version string, for the SKIP LOCKED check
+    SELECT VERSION() AS version`,
+  lock: `-- leasehold migrateLock: take the per-database migration lock (server-wide name, hashed to fit 64 chars); waits up to 30 s
+    SELECT GET_LOCK(CONCAT('leasehold_migrate_', SHA1(CONCAT(DATABASE(), ':', ?))), 30) AS got`,
+  unlock: `-- leasehold migrateUnlock: release the migration lock
+    SELECT RELEASE_LOCK(CONCAT('leasehold_migrate_', SHA1(CONCAT(DATABASE(), ':', ?)))) AS released`,
+  schemaVersion: (ledger: string): string => `-- leasehold schemaVersion: highest applied migration version (NULL: none)
+    SELECT MAX(version) AS version FROM ${ledger}`,
+  record: (ledger: string): string => `-- leasehold recordMigration: record one applied migration
+    INSERT INTO ${ledger} (version, name, applied_at) VALUES (?, ?, ${NOW})`,
+};
+
+const ER_NO_SUCH_TABLE = 1146;
+
+function render(sql: string, prefix: string, collate: string): string {
   return sql.replaceAll('{p}', prefix).replaceAll('{collate}', collate);
+}
+
+/** Highest applied version; 0 when the ledger does not exist yet. */
+async function readVersion(c: Queryable, ledger: string): Promise<number> {
+  try {
+    return Number((await run(c, SQL.schemaVersion(ledger)))[0]?.version ?? 0);
+  } catch (e) {
+    if ((e as { errno?: unknown }).errno === ER_NO_SUCH_TABLE) return 0;
+    throw e;
+  }
+}
+
+export function schemaVersion(db: Db): Promise<number> {
+  return db.one('schemaVersion', (c) => readVersion(c, db.t.ledger));
+}
+
+/** Apply pending migrations on one dedicated connection, under the migration lock. */
+export function migrate(db: Db): Promise<MigrateResult> {
+  return withRetry('migrate', () => db.leased(async (c) => {
+    const server = checkServerVersion(String((await run(c, SQL.version))[0]?.version ?? ''));
+    if (Number((await run(c, SQL.lock, [db.prefix]))[0]?.got) !== 1) {
+      throw new TransientStorageError('mysql migrate: timed out after 30 s waiting for another process to finish migrating');
+    }
+    try {
+      await exec(c, render(LEDGER_DDL, db.prefix, server.collation));
+      const from = await readVersion(c, db.t.ledger);
+      if (from > SCHEMA_VERSION) throw new SchemaTooNewError(from, SCHEMA_VERSION);
+      const applied: MigrateResult['applied'] = [];
+      for (const m of MIGRATIONS.filter((x) => x.version > from)) {
+        for (const stmt of m.sql) await exec(c, render(stmt, db.prefix, server.collation));
+        await exec(c, SQL.record(db.t.ledger), [m.version, m.name]);
+        applied.push({ version: m.version, name: m.name });
+      }
+      return { from, to: Math.max(from, ...applied.map((a) => a.version)), applied };
+    } finally {
+      await run(c, SQL.unlock, [db.prefix]).catch(() => undefined);
+    }
+  }), true);
 }
 
 export interface MysqlServerInfo {
@@ -201,9 +230,7 @@ export interface MysqlServerInfo {
 }
 
 function atLeast(v: [number, number, number], min: [number, number, number]): boolean {
-  for (let i = 0; i < 3; i++) {
-    if (v[i]! !== min[i]!) return v[i]! > min[i]!;
-  }
+  for (let i = 0; i < 3; i++) if (v[i]! !== min[i]!) return v[i]! > min[i]!;
   return true;
 }
 
@@ -224,10 +251,7 @@ export function checkServerVersion(version: string): MysqlServerInfo {
   const info = parseServerVersion(version);
   if (!info.supported) {
     const need = info.flavor === 'mariadb' ? 'MariaDB 10.6 or newer' : 'MySQL 8.0.4 or newer';
-    throw new LeaseholdError(
-      'UNSUPPORTED_SERVER',
-      `leasehold needs ${need} (for SELECT … FOR UPDATE SKIP LOCKED and JSON_TABLE); this server is ${info.flavor} ${version}`,
-    );
+    throw new LeaseholdError('UNSUPPORTED_SERVER', `leasehold needs ${need} (for SELECT … FOR UPDATE SKIP LOCKED and JSON_TABLE); this server is ${info.flavor} ${version}`);
   }
   return info;
 }

@@ -1,0 +1,257 @@
+/**
+ * Token-fenced leases on MySQL/MariaDB: claim, heartbeat, finish, and the sweeper's query.
+ *
+ * A claim writes no attempt row: the job row holds the running attempt (worker, number, start,
+ * lease) until the finish that ends it inserts its history row. Rows that get the same values
+ * are one UPDATE over `id IN (…)`; where each row gets its own (claim tokens, finishes ending in
+ * different ways) they travel as ONE JSON array that JSON_TABLE turns into a table: the first of
+ * a STRAIGHT_JOIN, so each of its rows finds its job by primary key whatever the statistics say,
+ * and in the UPDATE's table list, not a derived table, which MariaDB would materialise.
+ * `(id, lease_token) IN (…)` comes with a plain `id IN (…)`: alone, the row IN is often planned
+ * as a scan, and an UPDATE that scans locks every row it reads.
+ */
+import { randomBytes } from 'node:crypto';
+import type { JobStatus } from '../../core/status.js';
+import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore } from '../../core/storage.js';
+import { type Db, type Queryable, type ResultHeader, type Stmt, exec, run, runLast } from './db.js';
+import { NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow } from './sql.js';
+
+/** What a claim reads of each candidate: the claimed job minus what the claim itself sets. */
+const CLAIM_COLS = `id, queue, type, payload, priority, run_at, attempts, max_attempts, idempotency_key,
+  finished_at, last_error_code, last_error, timeout_ms, max_runtime_ms, created_at, schedule_name, slot_at`;
+
+/** Finishes ending in different ways, one JSON object per item (jsonBatch); absent keys read as NULL. */
+const FINISH_ITEMS = `JSON_TABLE(?, '$[*]' COLUMNS (
+    id BIGINT UNSIGNED PATH '$.i', token VARCHAR(64) PATH '$.t', status VARCHAR(16) PATH '$.s', terminal INT PATH '$.f',
+    expired_only INT PATH '$.x', run_after BIGINT PATH '$.r', uncount INT PATH '$.u', has_error INT PATH '$.e',
+    error_code TEXT PATH '$.ec', error_message TEXT PATH '$.em')) AS v`;
+
+export function leasesSql(t: Tables) {
+  const scan = (status: string, withQueues: boolean): string => `(SELECT ${CLAIM_COLS}, ${NOW} AS db_now FROM ${t.jobs} FORCE INDEX (${t.jobs}_claim)
+        WHERE status = '${status}' AND run_at <= ${NOW} AND type IN (?)${withQueues ? ' AND queue IN (?)' : ''}
+        ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED)`;
+  return {
+    ...sharedSql(t),
+    // one index-ordered scan per due status (an IN over both would sort every due row and lock
+    // them all); in one statement, so they share one now, returned with the rows
+    claimCandidates: (withQueues: boolean): string => `-- leasehold claimJobs: lock up to N due queued and N due failed jobs in claim order, skipping locked rows
+      ${scan('queued', withQueues)} UNION ALL ${scan('failed', withQueues)}`,
+    claimUpdate: `-- leasehold claimJobs: lease the locked rows (own token each, deadline, one more attempt)
+      UPDATE JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$[0]', token VARCHAR(64) PATH '$[1]')) AS v
+        STRAIGHT_JOIN ${t.jobs} j ON j.id = v.id
+      SET j.status = 'running', j.locked_by = ?, j.lease_token = v.token,
+        j.locked_until = CAST(? AS DATETIME(6)) + INTERVAL ? MICROSECOND, j.heartbeat_at = CAST(? AS DATETIME(6)),
+        j.started_at = CAST(? AS DATETIME(6)), j.attempts = j.attempts + 1, j.updated_at = CAST(? AS DATETIME(6))`,
+    heartbeat: `-- leasehold heartbeat: extend the leases still held (id + token + running)
+      UPDATE ${t.jobs} SET locked_until = ${NOW} + INTERVAL ? MICROSECOND, heartbeat_at = ${NOW}, updated_at = ${NOW}
+      WHERE id IN (?) AND (id, lease_token) IN (?) AND status = 'running'`,
+    leaseState: `-- leasehold heartbeat: status and token of jobs whose lease may be lost
+      SELECT id, status, lease_token FROM ${t.jobs} WHERE id IN (?)`,
+    expiredLeases: (byType: boolean): string => `-- leasehold findExpiredLeases: running jobs whose lease expired${byType ? ' of these types' : ''}, oldest deadline first
+      SELECT id, type, lease_token, locked_by, attempts, max_attempts FROM ${t.jobs} FORCE INDEX (${t.jobs}_sweep)
+      WHERE status = 'running' AND locked_until < ${NOW}${byType ? ' AND type IN (?)' : ''} ORDER BY locked_until, id LIMIT ?`,
+    // in id order, as every finisher locks them (no deadlock between batches); `db_now` is the
+    // finish's time, written as the job's and the attempt's finished_at
+    finishLock: `-- leasehold finishJobs: lock the batch's jobs in id order and read their lease and running attempt
+      SELECT id, lease_token, status, locked_until < ${NOW} AS expired, locked_by, attempts, started_at, ${NOW} AS db_now
+      FROM ${t.jobs} WHERE id IN (?) ORDER BY id FOR UPDATE`,
+    finishGroup: `-- leasehold finishJobs: fenced finish of jobs ending the same way (id + lease_token + running), at the finish's now
+      UPDATE ${t.jobs} SET status = ?, locked_by = NULL, lease_token = NULL, locked_until = NULL,
+        finished_at = IF(? = 1, CAST(? AS DATETIME(6)), NULL), updated_at = CAST(? AS DATETIME(6)),
+        run_at = COALESCE(CAST(? AS DATETIME(6)) + INTERVAL ? MICROSECOND, run_at),
+        attempts = IF(? = 1, GREATEST(attempts - 1, 0), attempts),
+        last_error_code = IF(? = 1, ?, last_error_code), last_error = IF(? = 1, ?, last_error)
+      WHERE id IN (?) AND (id, lease_token) IN (?) AND status = 'running' AND (? = 0 OR locked_until < ${NOW})`,
+    finishJobs: `-- leasehold finishJobs: fenced finish of jobs ending in different ways (id + lease_token + running), at the finish's now
+      UPDATE ${FINISH_ITEMS} STRAIGHT_JOIN ${t.jobs} j ON j.id = v.id
+      SET j.status = v.status, j.locked_by = NULL, j.lease_token = NULL, j.locked_until = NULL,
+        j.finished_at = IF(v.terminal = 1, CAST(? AS DATETIME(6)), NULL), j.updated_at = CAST(? AS DATETIME(6)),
+        j.run_at = IF(v.run_after IS NULL, j.run_at, CAST(? AS DATETIME(6)) + INTERVAL v.run_after MICROSECOND),
+        j.attempts = IF(v.uncount = 1, GREATEST(j.attempts - 1, 0), j.attempts),
+        j.last_error_code = IF(v.has_error = 1, v.error_code, j.last_error_code),
+        j.last_error = IF(v.has_error = 1, v.error_message, j.last_error)
+      WHERE CAST(j.lease_token AS BINARY) = CAST(v.token AS BINARY) AND j.status = 'running' AND (v.expired_only = 0 OR j.locked_until < ${NOW})`,
+  };
+}
+
+type LeasesSql = ReturnType<typeof leasesSql>;
+
+export class MysqlLeases implements LeaseStore {
+  private readonly sql: LeasesSql;
+
+  constructor(private readonly db: Db) {
+    this.sql = leasesSql(db.t);
+  }
+
+  /**
+   * READ COMMITTED (no gap locks): one statement locks up to `limit` due rows of each due status
+   * and reads the database's now; merged in claim order, the picked rows are leased by one UPDATE
+   * sent with COMMIT. It writes exactly the values the claimed jobs are built from, so nothing is
+   * read back. Rows scanned but not picked stay locked until COMMIT, unchanged.
+   */
+  claim(p: ClaimParams): Promise<ClaimedJob[]> {
+    if (p.limit <= 0 || p.types.length === 0 || (p.queues !== null && p.queues.length === 0)) return Promise.resolve([]);
+    return this.db.tx('claimJobs', async (c) => {
+      const scan: unknown[] = p.queues === null ? [p.types, p.limit] : [p.types, p.queues, p.limit];
+      const candidates = await run(c, this.sql.claimCandidates(p.queues !== null), [...scan, ...scan]);
+      const picked = candidates.sort(compareCandidates).slice(0, p.limit);
+      if (picked.length === 0) return [];
+      const now = String(picked[0]!.db_now);
+      const hex = randomBytes(16 * picked.length).toString('hex');
+      const tokens = picked.map((_, k) => hex.slice(32 * k, 32 * k + 32));
+      const leaseUs = micros(p.leaseMs);
+      const lease = JSON.stringify(picked.map((r, k) => [String(r.id), tokens[k]]));
+      await runLast(c, [{ sql: this.sql.claimUpdate, values: [lease, p.workerId, now, leaseUs, now, now, now] }]);
+      const at = (): Date => parseUtc(now);
+      // whole ms of now (µs) + the lease (µs), as the database's DATETIME(6) reads back
+      const until = (): Date => new Date(Math.floor((parseUtc(now).getTime() * 1000 + Number(now.slice(23, 26).padEnd(3, '0')) + leaseUs) / 1000));
+      return picked.map((r, k) => toJobRow({
+        ...r, status: 'running', attempts: Number(r.attempts) + 1, locked_by: p.workerId, lease_token: tokens[k],
+        locked_until: until(), heartbeat_at: at(), started_at: at(), updated_at: at(),
+      }) as ClaimedJob);
+    }, true);
+  }
+
+  /** One UPDATE; when it touched every lease asked about, all are held, else the others' status says why they are lost. */
+  heartbeat(p: HeartbeatParams): Promise<HeartbeatResult> {
+    if (p.leases.length === 0) return Promise.resolve({ lost: [] });
+    return this.db.one('heartbeat', async (c) => {
+      const leases = p.leases.map((l) => ({ ...l, idp: idParam(l.id) }));
+      const valid = leases.filter((l) => l.idp !== null);
+      if (valid.length === 0) return { lost: leases.map((l) => ({ id: l.id, status: null })) };
+      const res = await exec(c, this.sql.heartbeat, [micros(p.leaseMs), valid.map((l) => l.idp), valid.map((l) => [l.idp, l.leaseToken])]);
+      const distinct = new Set(valid.map((l) => `${String(l.idp)}:${l.leaseToken}`)).size;
+      if (valid.length === leases.length && res.affectedRows === distinct) return { lost: [] };
+      const state = new Map((await run(c, this.sql.leaseState, [valid.map((l) => l.idp)])).map((r) => [String(r.id), r]));
+      const held = (l: (typeof leases)[number], r: Row | undefined): boolean => r?.status === 'running' && r.lease_token === l.leaseToken;
+      return {
+        lost: leases.flatMap((l) => {
+          const r = l.idp === null ? undefined : state.get(String(l.idp));
+          return held(l, r) ? [] : [{ id: l.id, status: r ? (String(r.status) as JobStatus) : null }];
+        }),
+      };
+    });
+  }
+
+  /** READ COMMITTED: every read is a locking read of the batch's own rows, so no gap locks make claimers wait for this commit. */
+  finish(p: { items: readonly FinishParams[]; tx?: unknown }): Promise<FinishResult[]> {
+    if (p.tx !== undefined && p.tx !== null) return this.db.onCaller(p.tx, 'finishJobs', (c) => finishOn(c, this.sql, p.items));
+    if (p.items.length === 0) return Promise.resolve([]);
+    return this.db.tx('finishJobs', (c) => finishOn(c, this.sql, p.items), true);
+  }
+
+  async findExpired(p: ExpiredLeaseQuery): Promise<ExpiredLease[]> {
+    if (p.limit <= 0 || p.types?.length === 0) return [];
+    const values = p.types === undefined ? [p.limit] : [[...p.types], p.limit];
+    const rows = await this.db.one('findExpiredLeases', (c) => run(c, this.sql.expiredLeases(p.types !== undefined), values));
+    return rows.map((r) => ({
+      id: String(r.id), type: String(r.type), leaseToken: String(r.lease_token), lockedBy: r.locked_by === null ? null : String(r.locked_by),
+      attempts: Number(r.attempts), maxAttempts: Number(r.max_attempts),
+    }));
+  }
+}
+
+/** Claim order: priority, run_at (DATETIME texts sort as times), id (decimal texts: by length, then by text). */
+function compareCandidates(a: Row, b: Row): number {
+  const [pa, pb, ra, rb, ia, ib] = [Number(a.priority), Number(b.priority), String(a.run_at), String(b.run_at), String(a.id), String(b.id)];
+  if (pa !== pb) return pa - pb;
+  if (ra !== rb) return ra < rb ? -1 : 1;
+  if (ia.length !== ib.length) return ia.length - ib.length;
+  return ia < ib ? -1 : ia > ib ? 1 : 0;
+}
+
+// ---- finish --------------------------------------------------------------------------------
+// 1. finishLock: the batch's jobs locked in id order; the read says which items land (the first
+//    item per job whose lease matches; later items see the job finished) and the running attempt.
+// 2. The job rows: the GROUPED largest groups of items ending the same way get a plain UPDATE
+//    each; the rest share one UPDATE joined to a JSON_TABLE (MariaDB buffers a multi-table
+//    update's rows: twice the cost per row). 3. One INSERT of the landed attempts' history rows.
+//    2 and 3 go out with COMMIT: with BEGIN riding on 1, a batch is two round trips.
+
+/** Ids are BIGINT UNSIGNED, lease_token VARCHAR(64): beyond those, an item names no lease. */
+const MAX_ID = 2n ** 64n - 1n;
+const MAX_TOKEN = 64;
+const GROUPED = 2;
+
+/** A landing item: status, terminal, expired-only, run-after µs, uncount, has-error, error code, message; then the attempt's outcome, error code, message, stack, retry delay. */
+interface Landing {
+  index: number;
+  id: bigint;
+  token: string;
+  job: [string, 0 | 1, 0 | 1, number | null, 0 | 1, 0 | 1, string | null, string | null];
+  attempt: [string, string | null, string | null, string | null, number | null];
+  /** attempt number, worker, started_at (the DATETIME(6) text as read: exact to the µs), once the lock read let it through */
+  running?: [number, string, string];
+}
+
+function landingOf(index: number, id: bigint, f: FinishParams): Landing {
+  const err = f.attempt.error ?? null;
+  const terminal = f.status === 'succeeded' || f.status === 'dead' || f.status === 'cancelled';
+  const runAfter = f.runAfterMs !== undefined && f.runAfterMs !== null ? micros(f.runAfterMs) : null;
+  return {
+    index, id, token: f.leaseToken,
+    job: [f.status, terminal ? 1 : 0, f.onlyIfExpired === true ? 1 : 0, runAfter, f.uncountAttempt ? 1 : 0, f.error ? 1 : 0, f.error?.code ?? null, f.error?.message ?? null],
+    attempt: [f.attempt.outcome, err?.code ?? null, err?.message ?? null, err?.stack ?? null, f.attempt.retryDelayMs ?? null],
+  };
+}
+
+/** Fenced finishes on `c` (inside a transaction); results in input order. */
+async function finishOn(c: Queryable, sql: LeasesSql, items: readonly FinishParams[]): Promise<FinishResult[]> {
+  const results: FinishResult[] = items.map((f) => ({ id: f.id, applied: false }));
+  const candidates = items.flatMap((f, i) => {
+    const id = idParam(f.id);
+    return id !== null && id <= MAX_ID && f.leaseToken.length <= MAX_TOKEN ? [landingOf(i, id, f)] : [];
+  });
+  if (candidates.length === 0) return results;
+  const rows = await run(c, sql.finishLock, [[...new Set(candidates.map((l) => l.id))]]);
+  const state = new Map(rows.map((r) => [BigInt(String(r.id)), r]));
+  const landing = candidates.filter((l) => {
+    const r = state.get(l.id);
+    if (!r || r.status !== 'running' || r.lease_token !== l.token) return false;
+    if (items[l.index]!.onlyIfExpired === true && Number(r.expired) !== 1) return false;
+    state.delete(l.id);
+    l.running = [Number(r.attempts), String(r.locked_by), String(r.started_at)];
+    return true;
+  });
+  if (landing.length === 0) return results;
+  const now = String(rows[0]!.db_now);
+  const jobStmts = jobStatements(sql, landing, now);
+  const done = await runLast(c, [...jobStmts, attemptStatement(sql, landing, now)]);
+  const finished = done.slice(0, jobStmts.length).reduce((n: number, r) => n + (r as ResultHeader).affectedRows, 0);
+  // the rows were locked by the lock read, so the fenced UPDATEs land exactly the items it chose
+  if (finished !== landing.length) throw new Error(`mysql finishJobs: ${finished} of ${landing.length} locked jobs finished`);
+  for (const l of landing) results[l.index]!.applied = true;
+  return results;
+}
+
+/** Step 2: the job rows' UPDATEs, at the finish's `now`. */
+function jobStatements(sql: LeasesSql, landing: readonly Landing[], now: string): Stmt[] {
+  const byJob = new Map<string, Landing[]>();
+  for (const l of landing) {
+    const k = JSON.stringify(l.job);
+    const g = byJob.get(k);
+    if (g) g.push(l);
+    else byJob.set(k, [l]);
+  }
+  const groups = [...byJob.values()].sort((a, b) => b.length - a.length);
+  const stmts: Stmt[] = groups.slice(0, GROUPED).map((g) => {
+    const [s, f, x, r, u, e, ec, em] = g[0]!.job;
+    return { sql: sql.finishGroup, values: [s, f, now, now, now, r, u, e, ec, e, em, g.map((l) => l.id), g.map((l) => [l.id, l.token]), x] };
+  });
+  const rest = groups.slice(GROUPED).flat();
+  const json = rest.map(({ id, token, job: [s, f, x, r, u, e, ec, em] }) => ({ i: String(id), t: token, s, f, x, r: r ?? undefined, u, e, ec: ec ?? undefined, em: em ?? undefined }));
+  if (rest.length > 0) stmts.push({ sql: sql.finishJobs, values: [JSON.stringify(json), now, now, now] });
+  return stmts;
+}
+
+/** Step 3: the attempt rows' INSERT, one per landed item; whole ms between the ms-truncated times, as `finishedAt - startedAt` of the Dates read back. */
+function attemptStatement(sql: LeasesSql, landed: readonly Landing[], now: string): Stmt {
+  const endMs = parseUtc(now).getTime();
+  return {
+    sql: sql.insertAttempts(landed.length),
+    values: landed.flatMap(({ id, token, running, attempt }) => {
+      const [n, worker, startedAt] = running!;
+      return [id, n, worker, token, startedAt, now, endMs - parseUtc(startedAt).getTime(), ...attempt];
+    }),
+  };
+}
