@@ -1,13 +1,13 @@
 /**
- * MySQL/MariaDB specifics beyond the conformance suite: server version check, concurrent
- * migrations and the schema-too-new guard, a non-UTC session time zone, enqueue (and finish)
- * in the caller's transaction, and reconnecting after KILL CONNECTION.
+ * MySQL/MariaDB specifics beyond the conformance suite: server version check, a non-UTC session
+ * time zone, enqueue (and finish) in the caller's transaction, and reconnecting after KILL
+ * CONNECTION. Migrations: mysql-migrations.test.ts.
  */
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import mysql from 'mysql2/promise';
-import { LeaseholdError, SchemaTooNewError } from '../../src/core/errors.js';
-import { LATEST_MYSQL_VERSION, MYSQL_MIGRATIONS, checkServerVersion, parseServerVersion } from '../../src/storage/mysql/index.js';
+import { LeaseholdError } from '../../src/core/errors.js';
+import { checkServerVersion, parseServerVersion } from '../../src/storage/mysql/index.js';
 import { serverFor } from '../support/databases.js';
 import { job, throwawayDatabase } from './mysql-support.js';
 
@@ -34,35 +34,14 @@ describe('mysql: server version check', () => {
   });
 });
 
-const url = await serverFor('mysql', 'mysql specific: migrations, sessions and connections');
+const url = await serverFor('mysql', 'mysql specific: sessions and connections');
 
-describe('mysql specific: migrations, sessions and connections', { skip: url === null }, () => {
+describe('mysql specific: sessions and connections', { skip: url === null }, () => {
   const server = throwawayDatabase(url);
   const { db, dbUrl, make, pools } = server;
   let admin: mysql.Connection;
   before(() => {
     admin = server.adminConnection();
-  });
-
-  it('two concurrent migrate() calls both succeed and the ledger has each version once', async () => {
-    const a = make({ tablePrefix: 'cm_' });
-    const b = make({ tablePrefix: 'cm_' });
-    const [ra, rb] = await Promise.all([a.migrate(), b.migrate()]);
-    assert.equal(ra.to, LATEST_MYSQL_VERSION);
-    assert.equal(rb.to, LATEST_MYSQL_VERSION);
-    assert.equal(ra.applied.length + rb.applied.length, MYSQL_MIGRATIONS.length, 'each migration applied by exactly one of them');
-    const [rows] = await admin.query(`SELECT version, COUNT(*) AS n FROM \`${db}\`.cm_migrations GROUP BY version ORDER BY version`);
-    assert.deepEqual((rows as { version: number; n: number }[]).map((r) => [r.version, Number(r.n)]), MYSQL_MIGRATIONS.map((m) => [m.version, 1]));
-    assert.equal(await a.schemaVersion(), LATEST_MYSQL_VERSION);
-    const again = await a.migrate();
-    assert.deepEqual(again, { from: LATEST_MYSQL_VERSION, to: LATEST_MYSQL_VERSION, applied: [] });
-  });
-
-  it('refuses a schema newer than it knows with SchemaTooNewError', async () => {
-    const s = make({ tablePrefix: 'new_' });
-    await s.migrate();
-    await admin.query(`INSERT INTO \`${db}\`.new_migrations (version, name, applied_at) VALUES (999, 'future', UTC_TIMESTAMP(6))`);
-    await assert.rejects(s.migrate(), (e: unknown) => e instanceof SchemaTooNewError && e.code === 'SCHEMA_TOO_NEW');
   });
 
   it('keeps UTC times under a non-UTC session time zone (+05:00) and a pool without timezone options', async () => {
@@ -80,8 +59,8 @@ describe('mysql specific: migrations, sessions and connections', { skip: url ===
     const t0 = await utcNow();
     const dbNow = (await s.now()).getTime();
     const explicit = new Date(Date.UTC(2031, 0, 2, 3, 4, 5, 678));
-    const [delayed, fixed, due] = await s.insertJobs([job('tz-delayed', { runAfterMs: 60_000 }), job('tz-fixed', { runAt: explicit }), job('tz-due')]);
-    const claimed = await s.claimJobs({ workerId: 'w', types: ['tz-due'], queues: null, limit: 1, leaseMs: 30_000 });
+    const [delayed, fixed, due] = await s.jobs.insert({ jobs: [job('tz-delayed', { runAfterMs: 60_000 }), job('tz-fixed', { runAt: explicit }), job('tz-due')] });
+    const claimed = await s.leases.claim({ workerId: 'w', types: ['tz-due'], queues: null, limit: 1, leaseMs: 30_000 });
     const t1 = await utcNow();
     assert.ok(dbNow >= t0 - 1 && dbNow <= t1 + 1, 'now() is UTC');
     const rd = delayed!.job.runAt.getTime();
@@ -103,23 +82,23 @@ describe('mysql specific: migrations, sessions and connections', { skip: url ===
     const conn = await pool.getConnection();
     try {
       await conn.beginTransaction();
-      const [rolled] = await s.insertJobs([job('tx-a')], { tx: conn });
+      const [rolled] = await s.jobs.insert({ jobs: [job('tx-a')], tx: conn });
       await conn.rollback();
-      assert.equal(await s.getJob(rolled!.job.id), null, 'rolled back: no job');
-      assert.equal((await s.claimJobs({ workerId: 'w', types: ['tx-a'], queues: null, limit: 5, leaseMs: 1000 })).length, 0);
+      assert.equal(await s.jobs.get({ id: rolled!.job.id }), null, 'rolled back: no job');
+      assert.equal((await s.leases.claim({ workerId: 'w', types: ['tx-a'], queues: null, limit: 5, leaseMs: 1000 })).length, 0);
 
       await conn.beginTransaction();
-      const [kept] = await s.insertJobs([job('tx-b', { idempotencyKey: 'k1' })], { tx: conn });
-      assert.equal(await s.getJob(kept!.job.id), null, 'not visible before commit');
+      const [kept] = await s.jobs.insert({ jobs: [job('tx-b', { idempotencyKey: 'k1' })], tx: conn });
+      assert.equal(await s.jobs.get({ id: kept!.job.id }), null, 'not visible before commit');
       await conn.commit();
-      assert.equal((await s.getJob(kept!.job.id))?.status, 'queued', 'committed: job exists');
+      assert.equal((await s.jobs.get({ id: kept!.job.id }))?.status, 'queued', 'committed: job exists');
 
-      const [claimed] = await s.claimJobs({ workerId: 'w', types: ['tx-b'], queues: null, limit: 1, leaseMs: 30_000 });
+      const [claimed] = await s.leases.claim({ workerId: 'w', types: ['tx-b'], queues: null, limit: 1, leaseMs: 30_000 });
       await conn.beginTransaction();
-      const [fin] = await s.finishJobs([{ id: claimed!.id, leaseToken: claimed!.leaseToken, status: 'succeeded', attempt: { outcome: 'succeeded' } }], { tx: conn });
+      const [fin] = await s.leases.finish({ items: [{ id: claimed!.id, leaseToken: claimed!.leaseToken, status: 'succeeded', attempt: { outcome: 'succeeded' } }], tx: conn });
       assert.deepEqual(fin, { id: claimed!.id, applied: true });
       await conn.rollback();
-      assert.equal((await s.getJob(claimed!.id))?.status, 'running', 'finish rolled back with the caller');
+      assert.equal((await s.jobs.get({ id: claimed!.id }))?.status, 'running', 'finish rolled back with the caller');
     } finally {
       conn.release();
     }
@@ -128,12 +107,12 @@ describe('mysql specific: migrations, sessions and connections', { skip: url ===
   it('reconnects after its connections are killed (KILL CONNECTION)', async () => {
     const s = make({ tablePrefix: 'kill_', poolSize: 2 });
     await s.migrate();
-    await s.insertJobs([job('k')]);
+    await s.jobs.insert({ jobs: [job('k')] });
     const [procs] = await admin.query('SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()', [db]);
     assert.ok((procs as unknown[]).length > 0, 'the storage had connections open to kill');
     for (const p of procs as { id: number }[]) await admin.query(`KILL CONNECTION ${Number(p.id)}`).catch(() => undefined);
-    const [inserted] = await s.insertJobs([job('k')]);
-    assert.equal((await s.getJob(inserted!.job.id))?.type, 'k');
-    assert.equal((await s.claimJobs({ workerId: 'w', types: ['k'], queues: null, limit: 10, leaseMs: 30_000 })).length, 2);
+    const [inserted] = await s.jobs.insert({ jobs: [job('k')] });
+    assert.equal((await s.jobs.get({ id: inserted!.job.id }))?.type, 'k');
+    assert.equal((await s.leases.claim({ workerId: 'w', types: ['k'], queues: null, limit: 10, leaseMs: 30_000 })).length, 2);
   });
 });
