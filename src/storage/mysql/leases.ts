@@ -102,12 +102,12 @@ export class MysqlLeases implements LeaseStore {
       const leaseUs = micros(p.leaseMs);
       const lease = JSON.stringify(picked.map((r, k) => [String(r.id), tokens[k]]));
       await runLast(c, [{ sql: this.sql.claimUpdate, values: [lease, p.workerId, now, leaseUs, now, now, now] }]);
-      const at = (): Date => parseUtc(now);
-      // whole ms of now (µs) + the lease (µs), as the database's DATETIME(6) reads back
-      const until = (): Date => new Date(Math.floor((parseUtc(now).getTime() * 1000 + Number(now.slice(23, 26).padEnd(3, '0')) + leaseUs) / 1000));
+      const nowMs = parseUtc(now).getTime();
+      // now (µs) + the lease (µs) in whole ms, as the database's DATETIME(6) reads back
+      const untilMs = Math.floor((nowMs * 1000 + Number(now.slice(23, 26).padEnd(3, '0')) + leaseUs) / 1000);
       return picked.map((r, k) => toJobRow({
         ...r, status: 'running', attempts: Number(r.attempts) + 1, locked_by: p.workerId, lease_token: tokens[k],
-        locked_until: until(), heartbeat_at: at(), started_at: at(), updated_at: at(),
+        locked_until: new Date(untilMs), heartbeat_at: new Date(nowMs), started_at: new Date(nowMs), updated_at: new Date(nowMs),
       }) as ClaimedJob);
     }, true);
   }
