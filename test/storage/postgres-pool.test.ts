@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import pg from 'pg';
 import { TransientStorageError, ValidationError } from '../../src/core/errors.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, postgresStorage, type PostgresStorage } from '../../src/storage/postgres/postgres-storage.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, postgresStorage, type PostgresStorage } from '../../src/storage/postgres/index.js';
 import { serverFor } from '../support/databases.js';
 
 const url = await serverFor('postgres', 'postgres pool');
@@ -33,7 +33,7 @@ describe('postgres pool: waiting for a connection', { skip: url === null }, () =
     const held = await s.pool.connect();
     await held.query('BEGIN');
     const t0 = Date.now();
-    await assert.rejects(s.countJobs(), (e: unknown) => {
+    await assert.rejects(s.queues.counts(), (e: unknown) => {
       assert.ok(e instanceof TransientStorageError, `a transient error, got ${String(e)}`);
       assert.match((e as Error).message, /timeout/i);
       return true;
@@ -42,7 +42,7 @@ describe('postgres pool: waiting for a connection', { skip: url === null }, () =
     assert.ok(waited >= 250 && waited < 3_000, `failed after ${waited} ms, the timeout is 300`);
     await held.query('COMMIT');
     held.release();
-    assert.deepEqual(await s.countJobs(), []);
+    assert.deepEqual(await s.queues.counts(), []);
   });
 
   it('the default is 30 s; a negative or fractional timeout is refused', () => {

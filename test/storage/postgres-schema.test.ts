@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { SchemaTooNewError, TransientStorageError, ValidationError } from '../../src/core/errors.js';
-import { POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, postgresStorage, quoteSchema } from '../../src/storage/postgres/index.js';
+import { MIGRATIONS, SCHEMA_VERSION, postgresStorage, quoteSchema } from '../../src/storage/postgres/index.js';
 import { serverFor } from '../support/databases.js';
 import { job, postgresFixtures, sleep } from './postgres-support.js';
 
@@ -21,13 +21,13 @@ describe('postgres specific: schema and connections', { skip: url === null }, ()
     const b = fresh(a.schema);
     const [ra, rb] = await Promise.all([a.migrate(), b.migrate()]);
     const applied = [...ra.applied, ...rb.applied].map((m) => m.version).sort((x, y) => x - y);
-    assert.deepEqual(applied, POSTGRES_MIGRATIONS.map((m) => m.version));
-    assert.equal(ra.to, POSTGRES_SCHEMA_VERSION);
-    assert.equal(rb.to, POSTGRES_SCHEMA_VERSION);
+    assert.deepEqual(applied, MIGRATIONS.map((m) => m.version));
+    assert.equal(ra.to, SCHEMA_VERSION);
+    assert.equal(rb.to, SCHEMA_VERSION);
     const c = await client();
     const { rows } = await c.query(`SELECT version, count(*)::int AS n FROM "${a.schema}".migrations GROUP BY version ORDER BY version`);
     assert.deepEqual(rows.map((r) => [r.version, r.n]), applied.map((v) => [v, 1]));
-    assert.equal(await a.schemaVersion(), POSTGRES_SCHEMA_VERSION);
+    assert.equal(await a.schemaVersion(), SCHEMA_VERSION);
     assert.deepEqual((await a.migrate()).applied, []);
   });
 
@@ -39,9 +39,9 @@ describe('postgres specific: schema and connections', { skip: url === null }, ()
     const s = fresh();
     await s.migrate();
     const c = await client();
-    await c.query(`INSERT INTO "${s.schema}".migrations (version, name) VALUES ($1, 'from the future')`, [POSTGRES_SCHEMA_VERSION + 1]);
+    await c.query(`INSERT INTO "${s.schema}".migrations (version, name) VALUES ($1, 'from the future')`, [SCHEMA_VERSION + 1]);
     await assert.rejects(fresh(s.schema).migrate(), SchemaTooNewError);
-    assert.equal(await s.schemaVersion(), POSTGRES_SCHEMA_VERSION + 1);
+    assert.equal(await s.schemaVersion(), SCHEMA_VERSION + 1);
   });
 
   it('rejects schema names that are not plain identifiers', () => {
@@ -62,13 +62,13 @@ describe('postgres specific: schema and connections', { skip: url === null }, ()
     const { rows } = await victim.query('SELECT pg_backend_pid() AS pid');
     await killer.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]);
     await sleep(50);
-    await assert.rejects(s.insertJobs([job('k')], { tx: victim }), TransientStorageError);
+    await assert.rejects(s.jobs.insert({ jobs: [job('k')], tx: victim }), TransientStorageError);
 
     const pid = (await s.pool.query('SELECT pg_backend_pid() AS pid')).rows[0]?.pid;
     await killer.query('SELECT pg_terminate_backend($1)', [pid]);
     await sleep(100);
     assert.ok((await s.now()) instanceof Date, 'the pool reconnects after its idle connection was killed');
-    const [r] = await s.insertJobs([job('k')]);
+    const [r] = await s.jobs.insert({ jobs: [job('k')] });
     assert.ok(r?.created);
   });
 });

@@ -38,7 +38,7 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
     const fullPlan = full.rows.map((r) => r['QUERY PLAN']).join('\n');
     assert.match(fullPlan, /jobs_due_idx/, fullPlan);
     assert.doesNotMatch(fullPlan, /Seq Scan on jobs/, fullPlan);
-    const claimed = await s.claimJobs({ workerId: 'w', types: ['bulk'], queues: null, limit: 10, leaseMs: 30_000 });
+    const claimed = await s.leases.claim({ workerId: 'w', types: ['bulk'], queues: null, limit: 10, leaseMs: 30_000 });
     assert.equal(claimed.length, 10);
     await c.query(`ANALYZE ${q}.jobs`);
     const sweep = await c.query(`EXPLAIN ${sql.findExpired}`, [100, ['bulk']]);
@@ -52,7 +52,7 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
     const q = quoteSchema(s.schema);
     const c = await client();
     // 20,000 due rows the planner has never analyzed: left alone it sorts all of them per claim
-    await s.insertJobs(Array.from({ length: 20_000 }, () => job('fresh')));
+    await s.jobs.insert({ jobs: Array.from({ length: 20_000 }, () => job('fresh')) });
     const plans: string[] = [];
     c.on('notice', (n) => plans.push(n.message ?? ''));
     await c.query("LOAD 'auto_explain'");
@@ -104,8 +104,8 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
     const s = fresh();
     await s.migrate();
     const q = quoteSchema(s.schema);
-    await s.insertJobs(Array.from({ length: 20 }, () => job('fx')));
-    const claimed = await s.claimJobs({ workerId: 'w', types: ['fx'], queues: null, limit: 20, leaseMs: 30_000 });
+    await s.jobs.insert({ jobs: Array.from({ length: 20 }, () => job('fx')) });
+    const claimed = await s.leases.claim({ workerId: 'w', types: ['fx'], queues: null, limit: 20, leaseMs: 30_000 });
     const c = await client();
     const plans: string[] = [];
     c.on('notice', (n) => plans.push(n.message ?? ''));
@@ -135,12 +135,12 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
     // finish that reads the worker back; even rounds the one that names it
     const other = fresh(s.schema);
     for (let round = 0; round < 16; round++) {
-      await s.insertJobs(Array.from({ length: 200 }, () => job('lock-order')));
-      const claimed = await s.claimJobs({ workerId: 'w', types: ['lock-order'], queues: null, limit: 200, leaseMs: 30_000 });
+      await s.jobs.insert({ jobs: Array.from({ length: 200 }, () => job('lock-order')) });
+      const claimed = await s.leases.claim({ workerId: 'w', types: ['lock-order'], queues: null, limit: 200, leaseMs: 30_000 });
       assert.equal(claimed.length, 200);
       const [, finished] = await Promise.all([
-        s.heartbeat({ leases: claimed.map((j) => ({ id: j.id, leaseToken: j.leaseToken })), leaseMs: 30_000 }),
-        (round % 2 ? other : s).finishJobs([...claimed].reverse().map((j) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } }))),
+        s.leases.heartbeat({ leases: claimed.map((j) => ({ id: j.id, leaseToken: j.leaseToken })), leaseMs: 30_000 }),
+        (round % 2 ? other : s).leases.finish({ items: [...claimed].reverse().map((j) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } })) }),
       ]);
       assert.equal(finished.filter((r) => r.applied).length, 200, `round ${round}: every success landed`);
     }
@@ -151,7 +151,7 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
     await s.migrate();
     const q = quoteSchema(s.schema);
     const c = await client();
-    const [a, b] = await s.insertJobs([job('upgrade'), job('upgrade')]);
+    const [a, b] = await s.jobs.insert({ jobs: [job('upgrade'), job('upgrade')] });
     // claimed as a worker of that version did: its tokens are md5 hex (no 'base.id')
     const claimed = (await c.query(`SELECT id::text AS id, lease_token AS "leaseToken" FROM ${q}.claim_jobs('old-worker', ARRAY['upgrade'], NULL, 2, 30000)`)).rows as { id: string; leaseToken: string }[];
     assert.equal(claimed.length, 2);
@@ -161,8 +161,8 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
       await c.query(`INSERT INTO ${q}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, outcome) VALUES ($1, 1, 'old-worker', $2, now(), 'running')`, [j.id, j.leaseToken]);
     }
     const [first, second] = claimed;
-    await s.finishJobs([{ id: first!.id, leaseToken: first!.leaseToken, status: 'succeeded', attempt: { outcome: 'succeeded' } }]);
-    await s.cancelJob(second!.id);
+    await s.leases.finish({ items: [{ id: first!.id, leaseToken: first!.leaseToken, status: 'succeeded', attempt: { outcome: 'succeeded' } }] });
+    await s.jobs.cancel({ id: second!.id });
     const byJob = async (id: string) => (await c.query(`SELECT outcome, finished_at FROM ${q}.job_attempts WHERE job_id = $1`, [id])).rows;
     const done = await byJob(first!.id);
     const cancelled = await byJob(second!.id);
@@ -179,24 +179,24 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
     await s.migrate();
     const q = quoteSchema(s.schema);
     const c = await client();
-    await s.insertJobs([job('tokens'), job('tokens'), job('tokens')]);
-    const [x, y] = await s.claimJobs({ workerId: 'w', types: ['tokens'], queues: null, limit: 2, leaseMs: 30_000 });
+    await s.jobs.insert({ jobs: [job('tokens'), job('tokens'), job('tokens')] });
+    const [x, y] = await s.leases.claim({ workerId: 'w', types: ['tokens'], queues: null, limit: 2, leaseMs: 30_000 });
     const base = x!.leaseToken.slice(0, x!.leaseToken.indexOf('.'));
     assert.match(base, /^[A-Za-z0-9_-]{22}$/, '128 random bits, base64url');
     assert.equal(x!.leaseToken, `${base}.${x!.id}`);
     assert.equal(y!.leaseToken, `${base}.${y!.id}`);
     // what the row holds is what the worker computed: the fence accepts it
-    const [done] = await s.finishJobs([{ id: x!.id, leaseToken: x!.leaseToken, status: 'failed', runAfterMs: 0, attempt: { outcome: 'failed' } }]);
+    const [done] = await s.leases.finish({ items: [{ id: x!.id, leaseToken: x!.leaseToken, status: 'failed', runAfterMs: 0, attempt: { outcome: 'failed' } }] });
     assert.equal(done?.applied, true);
-    const again = (await s.claimJobs({ workerId: 'w', types: ['tokens'], queues: null, limit: 10, leaseMs: 30_000 })).find((j) => j.id === x!.id);
+    const again = (await s.leases.claim({ workerId: 'w', types: ['tokens'], queues: null, limit: 10, leaseMs: 30_000 })).find((j) => j.id === x!.id);
     assert.ok(again, 'the failed job is claimed again');
-    await s.insertJobs([job('tokens')]);
+    await s.jobs.insert({ jobs: [job('tokens')] });
     assert.notEqual(again?.leaseToken, x!.leaseToken, 'a new claim of the same job gets a new base');
     // a worker of the previous version calls the five-argument claim_jobs, with tokens made by the server
     const old = (await c.query(`SELECT id, lease_token FROM ${q}.claim_jobs($1::text, $2::text[], $3::text[], $4::int, $5::float8)`, ['old', ['tokens'], null, 5, 30_000])).rows;
     assert.equal(old.length, 1);
     assert.match(old[0].lease_token, /^[0-9a-f]{32}$/);
-    const [landed] = await s.finishJobs([{ id: String(old[0].id), leaseToken: old[0].lease_token, status: 'succeeded', attempt: { outcome: 'succeeded' } }]);
+    const [landed] = await s.leases.finish({ items: [{ id: String(old[0].id), leaseToken: old[0].lease_token, status: 'succeeded', attempt: { outcome: 'succeeded' } }] });
     assert.equal(landed?.applied, true);
   });
 
@@ -204,8 +204,8 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
     const s = fresh();
     await s.migrate();
     const other = fresh(s.schema);
-    await s.insertJobs(Array.from({ length: 12 }, () => job('who')));
-    const claim = (on: typeof s, workerId: string) => on.claimJobs({ workerId, types: ['who'], queues: null, limit: 3, leaseMs: 30_000 });
+    await s.jobs.insert({ jobs: Array.from({ length: 12 }, () => job('who')) });
+    const claim = (on: typeof s, workerId: string) => on.leases.claim({ workerId, types: ['who'], queues: null, limit: 3, leaseMs: 30_000 });
     const [a, b, c] = [await claim(s, 'wa'), await claim(s, 'wb'), await claim(other, 'wc')];
     const d = await claim(s, 'wa');
     // which success finish each batch was sent to
@@ -217,18 +217,18 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
       if (m) sent.push(m[1]!.includes('$3') ? 'named' : 'read back');
       return query(q, ...rest);
     };
-    const succeed = (jobs: typeof a) => s.finishJobs(jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } })));
+    const succeed = (jobs: typeof a) => s.leases.finish({ items: jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } })) });
     for (const batch of [a, [...b, ...d], c]) assert.deepEqual((await succeed(batch)).map((r) => r.applied), batch.map(() => true));
     // one worker's claims, all made here: named; two workers', or claims made by another storage: read back
     assert.deepEqual(sent, ['named', 'read back', 'read back']);
     for (const [jobs, worker] of [[a, 'wa'], [b, 'wb'], [c, 'wc'], [d, 'wa']] as const) {
       for (const j of jobs) {
-        const attempts = await s.listAttempts(j.id);
+        const attempts = await s.attempts.list({ jobId: j.id });
         assert.deepEqual(attempts.map((x) => [x.workerId, x.leaseToken, x.outcome]), [[worker, j.leaseToken, 'succeeded']], `job ${j.id}`);
       }
     }
     // inside the caller's transaction (where a refused statement would abort it): read back
-    await s.insertJobs([job('who')]);
+    await s.jobs.insert({ jobs: [job('who')] });
     const [e] = await claim(s, 'wa');
     const tx = await client();
     const txSent: string[] = [];
@@ -239,24 +239,24 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
       return txQuery(qq, ...rest);
     };
     await tx.query('BEGIN');
-    assert.deepEqual((await s.finishJobs([{ id: e!.id, leaseToken: e!.leaseToken, status: 'succeeded', attempt: { outcome: 'succeeded' } }], { tx })).map((r) => r.applied), [true]);
+    assert.deepEqual((await s.leases.finish({ items: [{ id: e!.id, leaseToken: e!.leaseToken, status: 'succeeded', attempt: { outcome: 'succeeded' } }], tx })).map((r) => r.applied), [true]);
     await tx.query('COMMIT');
     assert.deepEqual(txSent, ['read back']);
-    assert.deepEqual((await s.listAttempts(e!.id)).map((x) => x.workerId), ['wa']);
+    assert.deepEqual((await s.attempts.list({ jobId: e!.id })).map((x) => x.workerId), ['wa']);
     // a token that is not a string (a job row's null) names nobody and lands nothing
     const before = sent.length;
-    assert.deepEqual((await s.finishJobs([{ id: e!.id, leaseToken: null as unknown as string, status: 'succeeded', attempt: { outcome: 'succeeded' } }])).map((r) => r.applied), [false]);
+    assert.deepEqual((await s.leases.finish({ items: [{ id: e!.id, leaseToken: null as unknown as string, status: 'succeeded', attempt: { outcome: 'succeeded' } }] })).map((r) => r.applied), [false]);
     assert.deepEqual(sent.slice(before), ['read back']);
     // a lease lost to another claim is not landed through the named finish either
-    await s.insertJobs([job('who')]);
+    await s.jobs.insert({ jobs: [job('who')] });
     const [lost] = await claim(s, 'wa');
-    await s.finishJobs([{ id: lost!.id, leaseToken: lost!.leaseToken, status: 'failed', runAfterMs: 0, attempt: { outcome: 'failed' } }]);
+    await s.leases.finish({ items: [{ id: lost!.id, leaseToken: lost!.leaseToken, status: 'failed', runAfterMs: 0, attempt: { outcome: 'failed' } }] });
     const [retaken] = await claim(s, 'wa');
     assert.equal(retaken?.id, lost!.id);
     const [stale] = await succeed([lost!]);
     assert.equal(stale?.applied, false);
     assert.equal(sent.at(-1), 'named');
-    assert.deepEqual((await s.listAttempts(lost!.id)).map((x) => x.outcome), ['failed', 'running'], 'the first attempt failed, the second still runs');
+    assert.deepEqual((await s.attempts.list({ jobId: lost!.id })).map((x) => x.outcome), ['failed', 'running'], 'the first attempt failed, the second still runs');
   });
 
   it('on a schema still at 7 (no named finish yet) the successes are read back: they land, once refused', async () => {
@@ -266,7 +266,7 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
     const c = await client();
     await c.query(`DROP FUNCTION ${q}.finish_succeeded(bigint[], text[], text)`);
     await c.query(`DELETE FROM ${q}.migrations WHERE version = 8`);
-    await s.insertJobs(Array.from({ length: 4 }, () => job('seven')));
+    await s.jobs.insert({ jobs: Array.from({ length: 4 }, () => job('seven')) });
     const refused: string[] = [];
     const query = s.pool.query.bind(s.pool) as (...args: unknown[]) => Promise<unknown>;
     (s.pool as unknown as { query: unknown }).query = (qq: unknown, ...rest: unknown[]) => {
@@ -277,10 +277,10 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
       });
     };
     for (let round = 0; round < 2; round++) {
-      const claimed = await s.claimJobs({ workerId: 'w7', types: ['seven'], queues: null, limit: 2, leaseMs: 30_000 });
-      const done = await s.finishJobs(claimed.map((j) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } })));
+      const claimed = await s.leases.claim({ workerId: 'w7', types: ['seven'], queues: null, limit: 2, leaseMs: 30_000 });
+      const done = await s.leases.finish({ items: claimed.map((j) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } })) });
       assert.deepEqual(done.map((r) => r.applied), [true, true]);
-      for (const j of claimed) assert.deepEqual((await s.listAttempts(j.id)).map((a) => [a.workerId, a.outcome]), [['w7', 'succeeded']]);
+      for (const j of claimed) assert.deepEqual((await s.attempts.list({ jobId: j.id })).map((a) => [a.workerId, a.outcome]), [['w7', 'succeeded']]);
     }
     assert.deepEqual(refused, ['named 42883'], 'asked once, then not again');
   });
@@ -288,14 +288,14 @@ describe('postgres specific: claim and finish', { skip: url === null }, () => {
   it('error text with NUL characters (which PostgreSQL text cannot hold) still lands, as U+FFFD', async () => {
     const s = fresh();
     await s.migrate();
-    await s.insertJobs([job('nul')]);
-    const [c] = await s.claimJobs({ workerId: 'w', types: ['nul'], queues: null, limit: 1, leaseMs: 30_000 });
+    await s.jobs.insert({ jobs: [job('nul')] });
+    const [c] = await s.leases.claim({ workerId: 'w', types: ['nul'], queues: null, limit: 1, leaseMs: 30_000 });
     assert.ok(c);
     const err = { code: 'E\0', message: 'bad\0byte', stack: 'at\0x' };
-    const [r] = await s.finishJobs([{ id: c.id, leaseToken: c.leaseToken, status: 'failed', runAfterMs: 0, error: err, attempt: { outcome: 'failed', error: err } }]);
+    const [r] = await s.leases.finish({ items: [{ id: c.id, leaseToken: c.leaseToken, status: 'failed', runAfterMs: 0, error: err, attempt: { outcome: 'failed', error: err } }] });
     assert.equal(r?.applied, true);
-    const j = await s.getJob(c.id);
+    const j = await s.jobs.get({ id: c.id });
     assert.equal(j?.lastError, 'bad\uFFFDbyte');
-    assert.equal((await s.listAttempts(c.id))[0]?.errorStack, 'at\uFFFDx');
+    assert.equal((await s.attempts.list({ jobId: c.id }))[0]?.errorStack, 'at\uFFFDx');
   });
 });

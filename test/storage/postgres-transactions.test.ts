@@ -22,43 +22,43 @@ describe('postgres specific: transactions and notifications', { skip: url === nu
     await s.migrate();
     const c = await client();
     await c.query('BEGIN');
-    const [rolled] = await s.insertJobs([job('tx-rollback')], { tx: c });
+    const [rolled] = await s.jobs.insert({ jobs: [job('tx-rollback')], tx: c });
     assert.ok(rolled?.created);
     await c.query('ROLLBACK');
-    assert.equal(await s.getJob(rolled.job.id), null);
+    assert.equal(await s.jobs.get({ id: rolled.job.id }), null);
 
     await c.query('BEGIN');
-    const [kept] = await s.insertJobs([job('tx-commit')], { tx: c });
+    const [kept] = await s.jobs.insert({ jobs: [job('tx-commit')], tx: c });
     assert.ok(kept);
-    assert.equal(await s.getJob(kept.job.id), null, 'invisible to others before COMMIT');
+    assert.equal(await s.jobs.get({ id: kept.job.id }), null, 'invisible to others before COMMIT');
     await c.query('COMMIT');
-    assert.equal((await s.getJob(kept.job.id))?.status, 'queued');
+    assert.equal((await s.jobs.get({ id: kept.job.id }))?.status, 'queued');
   });
 
   it('transactional finish: the fenced finish lands iff the caller commits', async () => {
     const s = fresh();
     await s.migrate();
-    await s.insertJobs([job('tx-finish')]);
-    const [claimed] = await s.claimJobs({ workerId: 'w', types: ['tx-finish'], queues: null, limit: 1, leaseMs: 30_000 });
+    await s.jobs.insert({ jobs: [job('tx-finish')] });
+    const [claimed] = await s.leases.claim({ workerId: 'w', types: ['tx-finish'], queues: null, limit: 1, leaseMs: 30_000 });
     assert.ok(claimed);
     const c = await client();
     const fin = { id: claimed.id, leaseToken: claimed.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } };
     await c.query('BEGIN');
-    assert.deepEqual(await s.finishJobs([fin], { tx: c }), [{ id: claimed.id, applied: true }]);
+    assert.deepEqual(await s.leases.finish({ items: [fin], tx: c }), [{ id: claimed.id, applied: true }]);
     await c.query('ROLLBACK');
-    assert.equal((await s.getJob(claimed.id))?.status, 'running');
+    assert.equal((await s.jobs.get({ id: claimed.id }))?.status, 'running');
     await c.query('BEGIN');
-    assert.deepEqual(await s.finishJobs([fin], { tx: c }), [{ id: claimed.id, applied: true }]);
+    assert.deepEqual(await s.leases.finish({ items: [fin], tx: c }), [{ id: claimed.id, applied: true }]);
     await c.query('COMMIT');
-    assert.equal((await s.getJob(claimed.id))?.status, 'succeeded');
-    assert.equal((await s.listAttempts(claimed.id))[0]?.outcome, 'succeeded');
+    assert.equal((await s.jobs.get({ id: claimed.id }))?.status, 'succeeded');
+    assert.equal((await s.attempts.list({ jobId: claimed.id }))[0]?.outcome, 'succeeded');
   });
 
   it('tx must be a client, not a pool or something else', async () => {
     const s = fresh();
     await s.migrate();
-    await assert.rejects(s.insertJobs([job('x')], { tx: s.pool }), ValidationError);
-    await assert.rejects(s.insertJobs([job('x')], { tx: {} }), ValidationError);
+    await assert.rejects(s.jobs.insert({ jobs: [job('x')], tx: s.pool }), ValidationError);
+    await assert.rejects(s.jobs.insert({ jobs: [job('x')], tx: {} }), ValidationError);
   });
 
   it('an insert of a due job notifies on commit, a rolled-back one never', async () => {
@@ -72,12 +72,12 @@ describe('postgres specific: transactions and notifications', { skip: url === nu
     await listener.query(`LISTEN ${NOTIFY_CHANNEL}`);
     const c = await client();
     await c.query('BEGIN');
-    await s.insertJobs([job('n')], { tx: c });
+    await s.jobs.insert({ jobs: [job('n')], tx: c });
     await c.query('ROLLBACK');
-    await s.insertJobs([job('n', { runAfterMs: 60_000 })]);
+    await s.jobs.insert({ jobs: [job('n', { runAfterMs: 60_000 })] });
     await sleep(100);
     assert.equal(got.length, 0, 'no notification for a rollback or a job due later');
-    await s.insertJobs([job('n'), job('n')]);
+    await s.jobs.insert({ jobs: [job('n'), job('n')] });
     await sleep(100);
     assert.equal(got.length, 1, 'one notification per committed insert of due jobs');
   });
@@ -92,17 +92,17 @@ describe('postgres specific: transactions and notifications', { skip: url === nu
     await s.migrate();
     const other = fresh(s.schema);
     let wakes = 0;
-    const unsubscribe = await s.subscribe(() => (wakes += 1));
+    const unsubscribe = await s.subscribe({ onWake: () => (wakes += 1) });
     const waitFor = async (n: number, what: string) => {
       for (let i = 0; i < 100 && wakes < n; i++) await sleep(20);
       assert.ok(wakes >= n, `${what}: ${wakes} wake-ups, expected >= ${n}`);
     };
-    await other.insertJobs([job('sub')]);
+    await other.jobs.insert({ jobs: [job('sub')] });
     await waitFor(1, 'enqueue');
-    const [c] = await other.claimJobs({ workerId: 'w', types: ['sub'], queues: null, limit: 1, leaseMs: 30_000 });
-    await other.finishJobs([{ id: c!.id, leaseToken: c!.leaseToken, status: 'dead', attempt: { outcome: 'dead' } }]);
+    const [c] = await other.leases.claim({ workerId: 'w', types: ['sub'], queues: null, limit: 1, leaseMs: 30_000 });
+    await other.leases.finish({ items: [{ id: c!.id, leaseToken: c!.leaseToken, status: 'dead', attempt: { outcome: 'dead' } }] });
     const before = wakes;
-    await other.retryJob(c!.id);
+    await other.jobs.retry({ id: c!.id });
     await waitFor(before + 1, 'retry');
 
     const killer = await client();
@@ -111,12 +111,12 @@ describe('postgres specific: transactions and notifications', { skip: url === nu
     const afterKill = wakes;
     await waitFor(afterKill + 1, 'catch-up wake after reconnecting');
     const reconnected = wakes;
-    await other.insertJobs([job('sub')]);
+    await other.jobs.insert({ jobs: [job('sub')] });
     await waitFor(reconnected + 1, 'enqueue after reconnect');
 
     await unsubscribe();
     const done = wakes;
-    await other.insertJobs([job('sub')]);
+    await other.jobs.insert({ jobs: [job('sub')] });
     await sleep(150);
     assert.equal(wakes, done, 'no wake-ups after unsubscribe');
     const left = await killer.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [`${appName}-listener`]);

@@ -1,8 +1,142 @@
-/** leasehold/postgres: the PostgreSQL storage adapter. */
-export { NOTIFY_CHANNEL, PostgresStorage, postgresStorage } from './postgres-storage.js';
-export { quoteSchema } from './postgres-rows.js';
-export type { PostgresStorageOptions } from './postgres-storage.js';
-export { POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from './postgres-migrations.js';
-export type { PostgresMigration } from './postgres-migrations.js';
-export { classifyPgError, isTransientPgError } from './postgres-errors.js';
-export { PgListener } from './postgres-listener.js';
+/**
+ * leasehold/postgres: the PostgreSQL storage adapter on node-postgres. Every write is one
+ * statement (claims, finishes, heartbeats and inserts take their batches as arrays), atomic
+ * without an explicit transaction; migrations, schedules and locks use short transactions of
+ * their own. `jobs.insert` and `leases.finish` accept `{ tx }`: the caller's own
+ * `pg.PoolClient`/`pg.Client` inside their transaction, used as is (no BEGIN/COMMIT of ours),
+ * so the job exists, or the finish lands, iff their transaction commits. Writes that make a
+ * job due now send `pg_notify(NOTIFY_CHANNEL, schema)`, delivered on commit; `subscribe()`
+ * listens for them on a dedicated connection (listener.ts).
+ */
+import pg from 'pg';
+import { ValidationError } from '../../core/errors.js';
+import { idleTransactionTimeoutMs } from '../../core/limits.js';
+import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
+import { PostgresAttempts } from './attempts.js';
+import { Db } from './db.js';
+import { PostgresEffects } from './effects.js';
+import { PostgresJobs } from './jobs.js';
+import { PostgresLeases } from './leases.js';
+import { PgListener } from './listener.js';
+import { PostgresLocks } from './locks.js';
+import { migrate, schemaVersion } from './migrations.js';
+import { fastTypes } from './postgres-types.js';
+import { PostgresQueues } from './queues.js';
+import { PostgresSchedules } from './schedules.js';
+import { NOW, quoteSchema } from './sql.js';
+import { PostgresWorkers } from './workers.js';
+
+export { classifyPgError, isTransientPgError } from './db.js';
+export { NOTIFY_CHANNEL, PgListener } from './listener.js';
+export { MIGRATIONS, SCHEMA_VERSION, type Migration } from './migrations.js';
+export { quoteSchema } from './sql.js';
+
+export interface PostgresStorageOptions {
+  /** e.g. postgres://user@host:5432/db; ignored when `pool` is given */
+  connectionString?: string;
+  /** your own pool; `close()` leaves it open */
+  pool?: pg.Pool;
+  /** schema holding leasehold's tables; default 'leasehold'; must match /^[a-z_][a-z0-9_]*$/ */
+  schema?: string;
+  /** size of the pool this adapter creates (default 10); follow the worker's concurrency */
+  poolSize?: number;
+  /**
+   * How long a call waits for a connection of the pool this adapter creates — a free one, or a
+   * new one being opened — before it fails with a TransientStorageError (default 30 s; 0 waits
+   * forever). A pool starved by long transactions, or a server that accepts no connections,
+   * then shows up as errors the worker logs and backs off from, instead of claims that never
+   * return.
+   */
+  connectTimeoutMs?: number;
+  /** the server ends a connection of our pool left idle inside a transaction this long (default 10 s) */
+  idleTransactionTimeoutMs?: number;
+}
+
+/** See PostgresStorageOptions.connectTimeoutMs. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+
+function createPool(opts: PostgresStorageOptions): pg.Pool {
+  if (!opts.connectionString) throw new ValidationError('INVALID_OPTION', 'postgresStorage needs a connectionString or a pool');
+  const connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  if (!Number.isInteger(connectTimeoutMs) || connectTimeoutMs < 0) throw new ValidationError('INVALID_OPTION', 'connectTimeoutMs must be a whole number of ms, 0 or more');
+  const pool = new pg.Pool({
+    connectionString: opts.connectionString, max: opts.poolSize ?? 10, application_name: 'leasehold', types: fastTypes,
+    connectionTimeoutMillis: connectTimeoutMs,
+    // a process frozen inside one of our transactions must not hold its row locks, and so block a rescue, for ever
+    idle_in_transaction_session_timeout: idleTransactionTimeoutMs(opts.idleTransactionTimeoutMs),
+  });
+  // an idle client whose connection drops emits 'error' on the pool, which would crash the
+  // process unheard; the next query gets a fresh connection (or a classified error)
+  pool.on('error', () => {});
+  return pool;
+}
+
+export class PostgresStorage implements Storage {
+  readonly dialect = 'postgres';
+  readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: true };
+  readonly schema: string;
+  readonly pool: pg.Pool;
+  readonly jobs: PostgresJobs;
+  readonly leases: PostgresLeases;
+  readonly attempts: PostgresAttempts;
+  readonly effects: PostgresEffects;
+  readonly schedules: PostgresSchedules;
+  readonly locks: PostgresLocks;
+  readonly workers: PostgresWorkers;
+  readonly queues: PostgresQueues;
+  private readonly db: Db;
+  private readonly ownsPool: boolean;
+  private closing: Promise<void> | null = null;
+  private listener: PgListener | null = null;
+
+  constructor(opts: PostgresStorageOptions = {}) {
+    this.schema = opts.schema ?? 'leasehold';
+    // refused before a pool is made for it
+    quoteSchema(this.schema);
+    const pool = opts.pool ?? createPool(opts);
+    this.db = new Db(pool, this.schema);
+    this.pool = pool;
+    this.ownsPool = !opts.pool;
+    this.jobs = new PostgresJobs(this.db);
+    this.leases = new PostgresLeases(this.db);
+    this.attempts = new PostgresAttempts(this.db);
+    this.effects = new PostgresEffects(this.db);
+    this.schedules = new PostgresSchedules(this.db);
+    this.locks = new PostgresLocks(this.db);
+    this.workers = new PostgresWorkers(this.db);
+    this.queues = new PostgresQueues(this.db);
+  }
+
+  migrate(): Promise<MigrateResult> {
+    return migrate(this.db);
+  }
+
+  schemaVersion(): Promise<number> {
+    return schemaVersion(this.db);
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.listener?.stop();
+      if (this.ownsPool) await this.pool.end();
+    })();
+    return this.closing;
+  }
+
+  /** Wake-ups over LISTEN on a dedicated connection (same settings as the pool's). */
+  subscribe(p: { onWake: () => void }): Promise<() => Promise<void>> {
+    const config = (this.pool as unknown as { options: pg.ClientConfig }).options;
+    this.listener ??= new PgListener({ ...config, application_name: `${config.application_name ?? 'leasehold'}-listener` }, this.schema);
+    return this.listener.subscribe(p.onWake);
+  }
+
+  async now(): Promise<Date> {
+    const [row] = await this.db.run('now', `-- leasehold now: the database clock\nSELECT ${NOW} AS now`);
+    return row?.now as Date;
+  }
+}
+
+/** Create a PostgreSQL storage from a connection string or your own pool. */
+export function postgresStorage(opts: PostgresStorageOptions): PostgresStorage {
+  return new PostgresStorage(opts);
+}

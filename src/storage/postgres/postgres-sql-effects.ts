@@ -9,7 +9,7 @@
  * small (a fresh or bulk-loaded table autovacuum has not analyzed) scanned the whole table for
  * every batch later on; the functions' settings leave only the index lookups written here.
  */
-import { NOW } from './postgres-sql-jobs.js';
+import { NOW } from './sql.js';
 
 export function effectsSql(s: string) {
   return {

@@ -4,26 +4,13 @@
  * statement is one round trip and atomic on its own (data-modifying CTEs), and starts with a
  * one-line `--` header saying what it does (it also shows in pg_stat_activity and logs).
  * Every time decision uses the database clock `now()`; callers pass durations in ms.
- * `s` is the quoted schema name (validated and quoted by postgres-storage.ts).
+ * `s` is the quoted schema name.
  */
+import { JOB_COLUMNS, NOW, durationSince, ms } from './sql.js';
+
 
 /** A fresh lease token: 128 bits, hex, from two v4 UUIDs (244 random bits) folded by md5. */
 export const LEASE_TOKEN_SQL = 'md5(gen_random_uuid()::text || gen_random_uuid()::text)';
-
-/** The database clock at millisecond precision, the precision of a JS Date: values written
- * and compared are exactly what callers read back. */
-export const NOW = "date_trunc('milliseconds', now())";
-
-/**
- * Every column of a job row, listed: these statements run prepared, and a `*` would change
- * their result type when a later migration adds a column (which a cached plan refuses).
- */
-export const JOB_COLUMNS = [
-  'id', 'queue', 'type', 'payload', 'status', 'priority', 'run_at', 'attempts', 'max_attempts',
-  'idempotency_key', 'locked_by', 'lease_token', 'locked_until', 'heartbeat_at', 'started_at',
-  'finished_at', 'last_error_code', 'last_error', 'timeout_ms', 'max_runtime_ms', 'created_at',
-  'updated_at', 'schedule_name', 'slot_at',
-] as const;
 
 /**
  * What a claim sends back per job, in this order: what the worker cannot know. `started_at` is
@@ -35,15 +22,6 @@ export const CLAIM_COLUMNS = [
   'locked_until', 'started_at', 'finished_at', 'last_error_code', 'last_error', 'timeout_ms',
   'max_runtime_ms', 'created_at', 'schedule_name', 'slot_at',
 ] as const;
-
-/** The job columns, each qualified by `alias`. */
-export const jobColumns = (alias: string): string => JOB_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
-
-/** SQL for `ms` milliseconds (a float8 parameter or expression) as an interval. */
-export const ms = (expr: string): string => `(${expr} * interval '1 millisecond')`;
-
-/** SQL for the whole milliseconds from `start` to now (an attempt's duration). */
-export const durationSince = (start: string): string => `greatest(0, round(extract(epoch FROM ${NOW} - ${start}) * 1000))::bigint`;
 
 /**
  * The start of both success finishes (`finishSucceededUnlocked`, `finishSucceededBy`): the

@@ -1,25 +1,22 @@
 /**
- * Versioned, forward-only migrations for PostgreSQL. A version number means the same change in
- * every dialect that has it (1 = the initial schema of jobs, attempts, effects and workers;
- * 3, the hot path as functions, exists on PostgreSQL only; 4, lease tokens from a base the worker
- * sends, too; 6, job ids without AUTOINCREMENT, is SQLite's alone, so PostgreSQL has no 6; 7, the
- * effect ledger's batches as functions, is PostgreSQL's, and so is 8, the finish of one worker's
- * successes; 9, the slot count of a semaphore, is in every dialect). Each entry's
- * `sql` is a function of the quoted schema name, so several leasehold installations can share
- * one database. `migrate()` runs them in one transaction under an advisory lock (see
- * postgres-storage.ts), so two processes migrating at once apply each version exactly once.
+ * Versioned, forward-only migrations, the same numbers on every database. Each entry's `sql`
+ * is a function of the quoted schema name, so several leasehold installations can share one
+ * database. `migrate()` runs the pending ones in one transaction under an advisory lock, so two
+ * processes migrating at once apply each version exactly once.
  */
-
+import { LeaseholdError, SchemaTooNewError } from '../../core/errors.js';
+import type { MigrateResult } from '../../core/storage.js';
+import type { Db } from './db.js';
 import { hotPathFunctions, migration4Functions, migration5Functions, migration7Functions, migration8Functions } from './postgres-functions.js';
 
-export interface PostgresMigration {
+export interface Migration {
   version: number;
   name: string;
   /** `s` is the already-quoted schema name, e.g. `"leasehold"` */
   sql: (s: string) => string;
 }
 
-export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
+export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'initial schema: jobs, job_attempts, effects, workers',
@@ -211,4 +208,64 @@ ALTER TABLE ${s}.locks ADD COLUMN slots integer;
 ];
 
 /** The newest schema version this code knows. */
-export const POSTGRES_SCHEMA_VERSION = Math.max(...POSTGRES_MIGRATIONS.map((m) => m.version));
+export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
+
+/** Apply pending migrations in one transaction, serialised with other migrators of this schema. */
+export function migrate(db: Db): Promise<MigrateResult> {
+  const sql = ledgerSql(db.q);
+  return db.transaction('migrate', async (c) => {
+    const server = Number((await c.query(sql.serverVersion)).rows[0]?.v ?? 0);
+    if (server < 130000) throw new LeaseholdError('UNSUPPORTED_SERVER', `PostgreSQL ${server} is too old: leasehold needs 13 or newer (gen_random_uuid)`);
+    await c.query(sql.lock, [`leasehold.migrate.${db.schema}`]);
+    await c.query(sql.createSchema);
+    await c.query(sql.createLedger);
+    const from = Number((await c.query(sql.maxVersion)).rows[0]?.version ?? 0);
+    if (from > SCHEMA_VERSION) throw new SchemaTooNewError(from, SCHEMA_VERSION);
+    const applied: MigrateResult['applied'] = [];
+    for (const m of MIGRATIONS.filter((x) => x.version > from)) {
+      await c.query(m.sql(db.q));
+      await c.query(sql.record, [m.version, m.name]);
+      applied.push({ version: m.version, name: m.name });
+    }
+    return { from, to: Math.max(from, ...applied.map((a) => a.version)), applied };
+  });
+}
+
+/** Highest applied migration (0: none, not even the ledger). */
+export async function schemaVersion(db: Db): Promise<number> {
+  const sql = ledgerSql(db.q);
+  const [row] = await db.run('schemaVersion', sql.ledgerExists, [`${db.q}.migrations`]);
+  if (!row?.present) return 0;
+  const [v] = await db.run('schemaVersion', sql.maxVersion);
+  return Number(v?.version ?? 0);
+}
+
+/** The migrations ledger and the statements `migrate()` runs around the migrations. */
+function ledgerSql(s: string) {
+  return {
+    /** $1 lock name */
+    lock: `-- leasehold migrate: serialise migrators of this schema until the transaction ends
+SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))`,
+
+    serverVersion: `-- leasehold migrate: the server's version number (e.g. 150004), to refuse servers older than 13
+SELECT current_setting('server_version_num')::int AS v`,
+
+    createSchema: `-- leasehold migrate: create the schema if it is missing
+CREATE SCHEMA IF NOT EXISTS ${s}`,
+
+    createLedger: `-- leasehold migrate: create the migrations ledger if it is missing
+CREATE TABLE IF NOT EXISTS ${s}.migrations (
+  version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+
+    /** $1 the ledger's qualified name */
+    ledgerExists: `-- leasehold schemaVersion: whether the migrations ledger exists yet
+SELECT to_regclass($1::text) IS NOT NULL AS present`,
+
+    maxVersion: `-- leasehold migrate: highest applied migration in the ledger
+SELECT coalesce(max(version), 0)::int AS version FROM ${s}.migrations`,
+
+    /** $1 version, $2 name */
+    record: `-- leasehold migrate: record an applied migration in the ledger
+INSERT INTO ${s}.migrations (version, name) VALUES ($1::int, $2::text)`,
+  };
+}

@@ -2,27 +2,29 @@
  * The LISTEN side of wake-ups: one dedicated connection (not from the pool: a pooled client
  * would be handed to other queries) listening on NOTIFY_CHANNEL, calling every subscriber when
  * a notification for this schema arrives. When the connection drops it reconnects by itself
- * with backoff (100 ms doubling to 5 s) and, once back, wakes every subscriber once, since
- * notifications sent while it was down are gone. Polling stays the backstop throughout.
+ * with backoff and, once back, wakes every subscriber once, since notifications sent while it
+ * was down are gone. Polling stays the backstop throughout.
  */
 import pg from 'pg';
+import { Backoff } from '../../core/backoff.js';
+import type { RetryPolicy } from '../../core/retry.js';
 
 /** The channel enqueues, retries and due-again finishes notify on; the payload is the schema. */
 export const NOTIFY_CHANNEL = 'leasehold_jobs';
 
-/** SQL of the listener (a constant channel name: LISTEN takes no parameters). */
+// LISTEN takes no parameters: the channel is a constant
 const LISTEN_SQL = `-- leasehold subscribe: receive a notification whenever jobs become due
 LISTEN ${NOTIFY_CHANNEL}`;
 
-const MIN_RETRY_MS = 100;
-const MAX_RETRY_MS = 5_000;
+/** Jittered, so the workers of a restarted server do not all reconnect in the same instant. */
+const RECONNECT: RetryPolicy = { kind: 'exponential', baseMs: 100, factor: 2, maxMs: 5_000, jitter: 'equal' };
 
 export class PgListener {
   private readonly subscribers = new Set<() => void>();
+  private readonly backoff = new Backoff(RECONNECT);
   private client: pg.Client | null = null;
   private opening: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
-  private retryMs = MIN_RETRY_MS;
   private everConnected = false;
 
   constructor(
@@ -92,7 +94,7 @@ export class PgListener {
       return;
     }
     this.client = c;
-    this.retryMs = MIN_RETRY_MS;
+    this.backoff.reset();
     if (this.everConnected) this.wakeAll(); // back after a drop: catch up on what we missed
     this.everConnected = true;
   }
@@ -102,8 +104,7 @@ export class PgListener {
     this.timer = setTimeout(() => {
       this.timer = null;
       if (this.subscribers.size > 0 && !this.client) this.opening ??= this.open();
-    }, this.retryMs);
+    }, this.backoff.next());
     this.timer.unref();
-    this.retryMs = Math.min(this.retryMs * 2, MAX_RETRY_MS);
   }
 }
