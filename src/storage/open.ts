@@ -8,8 +8,8 @@
  */
 import { ValidationError } from '../core/errors.js';
 import type { Storage } from '../core/storage.js';
-import { checkDriver } from './sqlite/sqlite-driver.js';
-import type { SqliteDriverName } from './sqlite/sqlite-driver.js';
+import { checkDriver } from './sqlite/driver.js';
+import type { SqliteDriverName } from './sqlite/driver.js';
 
 export const DEFAULT_DB_URL = 'sqlite:leasehold.db';
 
