@@ -19,7 +19,6 @@ SELECT 'running:' || j.id, j.id, j.attempts, j.locked_by, j.lease_token, j.start
        NULL, NULL, NULL, NULL, 1
 FROM ${s}.jobs j
 WHERE j.id = $1::bigint AND j.status = 'running'
-  AND NOT EXISTS (SELECT 1 FROM ${s}.job_attempts a WHERE a.job_id = j.id AND a.lease_token = j.lease_token)
 ORDER BY running, attempt, id`,
   };
 }

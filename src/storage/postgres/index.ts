@@ -20,7 +20,6 @@ import { PostgresLeases } from './leases.js';
 import { PgListener } from './listener.js';
 import { PostgresLocks } from './locks.js';
 import { migrate, schemaVersion } from './migrations.js';
-import { fastTypes } from './postgres-types.js';
 import { PostgresQueues } from './queues.js';
 import { PostgresSchedules } from './schedules.js';
 import { NOW, quoteSchema } from './sql.js';
@@ -60,7 +59,7 @@ function createPool(opts: PostgresStorageOptions): pg.Pool {
   const connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   if (!Number.isInteger(connectTimeoutMs) || connectTimeoutMs < 0) throw new ValidationError('INVALID_OPTION', 'connectTimeoutMs must be a whole number of ms, 0 or more');
   const pool = new pg.Pool({
-    connectionString: opts.connectionString, max: opts.poolSize ?? 10, application_name: 'leasehold', types: fastTypes,
+    connectionString: opts.connectionString, max: opts.poolSize ?? 10, application_name: 'leasehold',
     connectionTimeoutMillis: connectTimeoutMs,
     // a process frozen inside one of our transactions must not hold its row locks, and so block a rescue, for ever
     idle_in_transaction_session_timeout: idleTransactionTimeoutMs(opts.idleTransactionTimeoutMs),

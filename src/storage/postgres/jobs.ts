@@ -142,10 +142,6 @@ WITH locked AS (
          'cancelled', 'CANCELLED', $2::text
   FROM locked l
   WHERE l.status = 'running' AND EXISTS (SELECT 1 FROM upd)
-  ON CONFLICT (job_id, lease_token) DO UPDATE
-  SET finished_at = EXCLUDED.finished_at, duration_ms = EXCLUDED.duration_ms, outcome = 'cancelled',
-      error_code = 'CANCELLED', error_message = EXCLUDED.error_message
-  WHERE ${s}.job_attempts.outcome = 'running'
 )
 SELECT true AS applied, upd.* FROM upd
 UNION ALL

@@ -1,26 +1,144 @@
 /**
  * Token-fenced leases on job rows: claim, heartbeat, finish, and the sweeper's lookup of
- * expired leases. Each write is one statement, atomic on its own; a finish runs on the pool or
- * on the caller's transaction client. Row locks are taken in id order everywhere, so batches
- * over the same rows in different orders wait for each other instead of deadlocking.
+ * expired leases. Each write is one statement, atomic on its own (data-modifying CTEs); a
+ * finish runs on the pool or on the caller's transaction client. Row locks are taken in id
+ * order everywhere, so batches over the same rows in different orders (heartbeats, finishes,
+ * rescues) wait for each other instead of deadlocking. An attempt lives in its job row until
+ * it ends; the finish writes its history row.
  */
 import { randomBytes } from 'node:crypto';
 import type { JobStatus } from '../../core/status.js';
 import type {
   ClaimedJob, ClaimParams, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseRef, LeaseStore,
 } from '../../core/storage.js';
-import { ClaimBases } from './postgres-claim-bases.js';
-import { prepared, query, txClient, type Db, type Queryable, type Row } from './db.js';
-import { jobsSql } from './postgres-sql-jobs.js';
-import { date, dateOrNull, safeText, strOrNull, toExpiredLease, validId } from './sql.js';
+import { prepared, txClient, type Db } from './db.js';
+import { NOW, date, dateOrNull, durationSince, ms, safeText, strOrNull, toExpiredLease, validId } from './sql.js';
 
-/**
- * The database refusing the named finish itself: undefined_function (a schema before 8) and
- * insufficient_privilege (a role granted only the functions it had before).
- */
-const NO_NAMED_FINISH = new Set(['42883', '42501']);
+/** What a claim sends back per job, in this order: what the worker cannot compute itself. */
+export const CLAIM_COLUMNS = [
+  'id', 'queue', 'type', 'payload', 'priority', 'run_at', 'attempts', 'max_attempts', 'idempotency_key',
+  'locked_until', 'started_at', 'finished_at', 'last_error_code', 'last_error', 'timeout_ms',
+  'max_runtime_ms', 'created_at', 'schedule_name', 'slot_at',
+] as const;
 
-/** A claimed job from a claim row (CLAIM_COLUMNS, as an array); the lease token is the claim's base and the id. */
+const claimColumns = (alias: string): string => CLAIM_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
+
+export function leasesSql(s: string) {
+  return {
+    /**
+     * $1 worker id, $2 types, $3 queues (null = all), $4 limit, $5 lease ms, $6 the claim's token
+     * base. `picked` is the in-order scan of jobs_due_idx that stops after $4 rows. The update
+     * takes the picked ids as an array, not as a join, so no plan joins them to the whole table.
+     */
+    claim: `-- leasehold claim: lease up to $4 due jobs in claim order, skipping rows other claimers hold; each token is the base $6 and the id
+WITH picked AS (
+  SELECT id FROM ${s}.jobs
+  WHERE status IN ('queued','failed') AND run_at <= ${NOW}
+    AND type = ANY($2::text[]) AND ($3::text[] IS NULL OR queue = ANY($3::text[]))
+  ORDER BY priority, run_at, id
+  LIMIT $4::int
+  FOR UPDATE SKIP LOCKED
+), claimed AS (
+  UPDATE ${s}.jobs j
+  SET status = 'running', locked_by = $1::text, lease_token = $6::text || '.' || j.id::text,
+      locked_until = ${NOW} + ${ms('$5::float8')}, heartbeat_at = ${NOW}, started_at = ${NOW},
+      attempts = j.attempts + 1, updated_at = ${NOW}
+  WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
+  RETURNING ${claimColumns('j')}
+)
+SELECT ${claimColumns('claimed')} FROM claimed ORDER BY priority, run_at, id`,
+
+    /**
+     * $1 ids, $2 tokens, $3 lease ms. Returns the input positions (1-based) of the leases it
+     * extended. No two CTEs are joined: a cached plan cannot know the batch size, and stays
+     * right for 1 row or 500.
+     */
+    heartbeat: `-- leasehold heartbeat: extend the leases still held (id + token + running); return their positions
+WITH locked AS (
+  SELECT j.id, j.lease_token, j.status, i.token, i.ord
+  FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS i(id, token, ord)
+  JOIN ${s}.jobs j ON j.id = i.id
+  ORDER BY j.id FOR UPDATE OF j
+), extended AS (
+  UPDATE ${s}.jobs j
+  SET locked_until = ${NOW} + ${ms('$3::float8')}, heartbeat_at = ${NOW}, updated_at = ${NOW}
+  FROM locked l
+  WHERE j.id = l.id AND l.lease_token = l.token AND l.status = 'running'
+  RETURNING l.ord
+)
+SELECT ord FROM extended`,
+
+    /** $1 ids. A statement of its own: its snapshot comes after the heartbeat waited out a concurrent finish, so a rescued lease reports the rescued status. */
+    statuses: `-- leasehold heartbeat (lost leases): the current status of these jobs
+SELECT id::text AS id, status FROM ${s}.jobs WHERE id = ANY($1::bigint[])`,
+
+    /**
+     * $1 ids, $2 tokens, $3 statuses, $4 run_after_ms (null: keep run_at), $5 uncount attempt,
+     * $6 has error, $7 $8 error code and message, $9 attempt outcomes, $10 $11 $12 attempt error
+     * code, message and stack, $13 retry delays, $14 only if expired, $15 $16 notify. Returns the
+     * input positions (1-based) that landed. An optional array may be shorter than $1 (even
+     * empty): unnest pads it with NULLs, read as "none" (and false for the booleans). The fence
+     * is checked on the values `locked` read under the row lock (the latest committed version).
+     */
+    finish: `-- leasehold finish: land each fenced outcome (id + token + running, expired if asked), write its attempt row, notify if a job is due again
+WITH locked AS (
+  SELECT j.id, j.lease_token, j.status AS was, j.locked_until, j.locked_by, j.attempts, j.started_at, i.*
+  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::bool[], $6::bool[],
+              $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+              $13::float8[], $14::bool[])
+       WITH ORDINALITY AS i(item_id, token, status, run_after_ms, uncount, has_error, error_code,
+                            error_message, att_outcome, att_error_code, att_error_message,
+                            att_error_stack, att_retry_delay_ms, only_if_expired, ord)
+  JOIN ${s}.jobs j ON j.id = i.item_id
+  ORDER BY j.id FOR UPDATE OF j
+), upd AS (
+  UPDATE ${s}.jobs j
+  SET status = l.status,
+      run_at = CASE WHEN l.run_after_ms IS NULL THEN j.run_at ELSE ${NOW} + ${ms('l.run_after_ms')} END,
+      attempts = CASE WHEN l.uncount THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
+      last_error_code = CASE WHEN l.has_error THEN l.error_code ELSE j.last_error_code END,
+      last_error = CASE WHEN l.has_error THEN l.error_message ELSE j.last_error END,
+      locked_by = NULL, lease_token = NULL, locked_until = NULL,
+      finished_at = CASE WHEN l.status IN ('succeeded','dead','cancelled') THEN ${NOW} END,
+      updated_at = ${NOW}
+  FROM locked l
+  WHERE j.id = l.id AND l.lease_token = l.token AND l.was = 'running'
+    AND (NOT coalesce(l.only_if_expired, false) OR l.locked_until < ${NOW})
+  RETURNING l.ord, j.id, j.status, j.run_at, l.attempts, l.locked_by, l.lease_token, l.started_at,
+            l.att_outcome, l.att_error_code, l.att_error_message, l.att_error_stack, l.att_retry_delay_ms
+), closed AS (
+  INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
+                                 outcome, error_code, error_message, error_stack, retry_delay_ms)
+  SELECT id, attempts, locked_by, lease_token, started_at, ${NOW}, ${durationSince('started_at')},
+         att_outcome, att_error_code, att_error_message, att_error_stack, round(att_retry_delay_ms)::bigint
+  FROM upd
+), woke AS (
+  SELECT pg_notify($15, $16)
+  FROM (SELECT 1 FROM upd WHERE upd.status IN ('queued','failed') AND upd.run_at <= ${NOW} LIMIT 1) AS due
+)
+SELECT ord FROM upd CROSS JOIN (SELECT count(*) FROM woke) AS notified`,
+
+    /** $1 limit, $2 types (null: all) */
+    findExpired: `-- leasehold sweep: running jobs whose lease has expired, of the types in $2 when not null, oldest lease first
+SELECT id, type, lease_token, locked_by, attempts, max_attempts FROM ${s}.jobs
+WHERE status = 'running' AND locked_until < ${NOW} AND ($2::text[] IS NULL OR type = ANY($2::text[]))
+ORDER BY locked_until, id
+LIMIT $1::int`,
+
+    claimCall: `-- leasehold claim: lease up to $4 due jobs in claim order (the claim_jobs function)
+SELECT ${CLAIM_COLUMNS.join(', ')} FROM ${s}.claim_jobs($1::text, $2::text[], $3::text[], $4::int, $5::float8, $6::text)`,
+
+    heartbeatCall: `-- leasehold heartbeat: extend the leases still held; their positions (the heartbeat_jobs function)
+SELECT ord FROM ${s}.heartbeat_jobs($1::bigint[], $2::text[], $3::float8)`,
+
+    finishCall: `-- leasehold finish: land each fenced outcome and write its attempt row; the positions that landed (the finish_jobs function)
+SELECT ord FROM ${s}.finish_jobs($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::bool[],
+  $6::bool[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::float8[], $14::bool[],
+  $15::text, $16::text)`,
+  };
+}
+
+/** A claimed job from a claim row (CLAIM_COLUMNS, as an array): the rest is the claim's own doing. */
 function toClaimedJob(r: unknown[], workerId: string, base: string): ClaimedJob {
   const startedAt = date(r[10]);
   const id = String(r[0]);
@@ -39,36 +157,22 @@ function toClaimedJob(r: unknown[], workerId: string, base: string): ClaimedJob 
   return job;
 }
 
-/** A finish that `finish_succeeded` lands exactly as `finish_jobs` would: a success and nothing else. */
-function plainSuccess(f: FinishParams): boolean {
-  return (
-    f.status === 'succeeded' && f.attempt.outcome === 'succeeded' && f.attempt.error == null && f.attempt.retryDelayMs == null &&
-    f.error == null && f.runAfterMs == null && f.uncountAttempt !== true && f.onlyIfExpired !== true
-  );
-}
-
 export class PostgresLeases implements LeaseStore {
-  private readonly sql: ReturnType<typeof jobsSql>;
+  private readonly sql: ReturnType<typeof leasesSql>;
   private readonly hot;
-  /** which worker made this storage's recent claims, for the finishes of their successes */
-  private readonly bases = new ClaimBases();
 
   constructor(private readonly db: Db) {
-    const sql = jobsSql(db.q);
+    const sql = leasesSql(db.q);
     this.sql = sql;
-    this.hot = {
-      claim: prepared(sql.claimCall, 'array'), heartbeat: prepared(sql.heartbeatCall), finish: prepared(sql.finishCall),
-      finishSucceeded: prepared(sql.finishSucceededCall), finishSucceededBy: prepared(sql.finishSucceededByCall),
-    };
+    this.hot = { claim: prepared(sql.claimCall, 'array'), heartbeat: prepared(sql.heartbeatCall), finish: prepared(sql.finishCall) };
   }
 
   async claim(p: ClaimParams): Promise<ClaimedJob[]> {
     if (p.limit <= 0 || p.types.length === 0) return [];
-    // a fresh base per claim, 128 bits in base64url; each job's token is the base and its id
+    // a fresh base per claim, 128 random bits: a token is unique per attempt, as the id differs within a claim
     const base = randomBytes(16).toString('base64url');
     const params = [p.workerId, [...p.types], p.queues ? [...p.queues] : null, p.limit, p.leaseMs, base];
     const rows = (await this.db.run('claimJobs', this.hot.claim, params)) as unknown as unknown[][];
-    if (rows.length > 0) this.bases.add(base, p.workerId);
     return rows.map((r) => toClaimedJob(r, p.workerId, base));
   }
 
@@ -90,15 +194,11 @@ export class PostgresLeases implements LeaseStore {
   }
 
   async finish(p: { items: readonly FinishParams[]; tx?: unknown }): Promise<FinishResult[]> {
-    const tx = txClient(p.tx);
-    const on = tx ?? this.db.pool;
+    const on = txClient(p.tx);
     const items = p.items.filter((f) => validId(f.id) !== null);
-    const applied = new Map<FinishParams, boolean>();
-    if (items.length > 0 && items.every(plainSuccess)) {
-      const rows = await this.finishSucceeded(on, tx ? undefined : this.bases, items.map((f) => validId(f.id)), items.map((f) => f.leaseToken));
-      for (const r of rows) applied.set(items[Number(r.ord) - 1] as FinishParams, true);
-    } else if (items.length > 0) {
-      // optional columns go as [] when no item has a value: unnest pads a shorter array with NULLs, read as "none" / false
+    const applied = new Set<FinishParams>();
+    if (items.length > 0) {
+      // an optional column goes as [] when no item has a value (unnest pads it with NULLs)
       const opt = <T>(f: (x: FinishParams) => T | null | undefined): (T | null)[] => {
         const out = items.map((x) => f(x) ?? null);
         return out.some((v) => v !== null && v !== false) ? out : [];
@@ -112,23 +212,9 @@ export class PostgresLeases implements LeaseStore {
         opt((f) => f.attempt.retryDelayMs ?? null), opt((f) => f.onlyIfExpired === true),
         ...this.db.notify,
       ];
-      for (const r of await query(on, 'finishJobs', this.hot.finish, args)) applied.set(items[Number(r.ord) - 1] as FinishParams, true);
+      for (const r of await this.db.run('finishJobs', this.hot.finish, args, on)) applied.add(items[Number(r.ord) - 1] as FinishParams);
     }
-    return p.items.map((f) => ({ id: f.id, applied: applied.get(f) ?? false }));
-  }
-
-  /** A batch of successes: named for their worker where `bases` knows it, else read back. */
-  private async finishSucceeded(on: Queryable, bases: ClaimBases | undefined, ids: unknown[], tokens: string[]): Promise<Row[]> {
-    const worker = bases?.workerOf(tokens);
-    if (bases && worker !== undefined) {
-      try {
-        return await query(on, 'finishJobs', this.hot.finishSucceededBy, [ids, tokens, worker]);
-      } catch (e) {
-        if (!NO_NAMED_FINISH.has(String((e as { cause?: { code?: unknown } }).cause?.code))) throw e;
-        bases.unnamed();
-      }
-    }
-    return query(on, 'finishJobs', this.hot.finishSucceeded, [ids, tokens]);
+    return p.items.map((f) => ({ id: f.id, applied: applied.has(f) }));
   }
 
   async findExpired(p: ExpiredLeaseQuery): Promise<ExpiredLease[]> {

@@ -7,7 +7,7 @@
 import { LeaseholdError, SchemaTooNewError } from '../../core/errors.js';
 import type { MigrateResult } from '../../core/storage.js';
 import type { Db } from './db.js';
-import { hotPathFunctions, migration4Functions, migration5Functions, migration7Functions, migration8Functions } from './postgres-functions.js';
+import { hotPathFunctions } from './postgres-functions.js';
 
 export interface Migration {
   version: number;
@@ -19,9 +19,9 @@ export interface Migration {
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
-    name: 'initial schema: jobs, job_attempts, effects, workers',
+    name: 'baseline',
     sql: (s) => `
--- jobs: one row per job; the due/running partial indexes below keep claim and sweep fast
+-- jobs: one row per job; a running attempt lives in its row until it ends
 CREATE TABLE ${s}.jobs (
   id               bigserial PRIMARY KEY,
   queue            text        NOT NULL,
@@ -45,7 +45,9 @@ CREATE TABLE ${s}.jobs (
   timeout_ms       bigint      NOT NULL,
   max_runtime_ms   bigint      NOT NULL,
   created_at       timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
-  updated_at       timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now())
+  updated_at       timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
+  schedule_name    text,
+  slot_at          timestamptz(3)
 );
 -- claim order over due rows only, so finished rows never enter the claim's index scan
 CREATE INDEX jobs_due_idx ON ${s}.jobs (priority, run_at, id) WHERE status IN ('queued','failed');
@@ -55,11 +57,14 @@ CREATE INDEX jobs_running_lease_idx ON ${s}.jobs (locked_until, id) WHERE status
 CREATE UNIQUE INDEX jobs_idempotency_key_idx ON ${s}.jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
 -- retention pruning of finished rows
 CREATE INDEX jobs_finished_at_idx ON ${s}.jobs (finished_at) WHERE finished_at IS NOT NULL;
+-- one job per (schedule, slot), whatever the number of schedulers
+CREATE UNIQUE INDEX jobs_schedule_slot_idx ON ${s}.jobs (schedule_name, slot_at) WHERE schedule_name IS NOT NULL;
 
--- job_attempts: one history row per attempt, closed by the fenced finish of its lease
+-- job_attempts: one row per ended attempt, written by the write that ends it; found by its job
+-- (listing, pruning), so no foreign key to check and no second index to keep per insert
 CREATE TABLE ${s}.job_attempts (
-  id              bigserial PRIMARY KEY,
-  job_id          bigint      NOT NULL REFERENCES ${s}.jobs (id) ON DELETE CASCADE,
+  id              bigserial   NOT NULL,
+  job_id          bigint      NOT NULL,
   attempt         integer     NOT NULL,
   worker_id       text        NOT NULL,
   lease_token     text        NOT NULL,
@@ -70,10 +75,9 @@ CREATE TABLE ${s}.job_attempts (
   error_code      text,
   error_message   text,
   error_stack     text,
-  retry_delay_ms  bigint
+  retry_delay_ms  bigint,
+  PRIMARY KEY (job_id, lease_token)
 );
--- the finish closes "this lease's attempt" by (job_id, lease_token)
-CREATE INDEX job_attempts_job_lease_idx ON ${s}.job_attempts (job_id, lease_token);
 
 -- effects: the ctx.once ledger; never pruned with jobs, so no foreign key to them
 CREATE TABLE ${s}.effects (
@@ -99,16 +103,6 @@ CREATE TABLE ${s}.workers (
   started_at    timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
   heartbeat_at  timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now())
 );
-`,
-  },
-  {
-    version: 2,
-    name: 'schedules, locks, job slots',
-    sql: (s) => `
--- jobs a schedule enqueued carry the schedule's name and the slot (fire time) they stand for
-ALTER TABLE ${s}.jobs ADD COLUMN schedule_name text, ADD COLUMN slot_at timestamptz(3);
--- one job per (schedule, slot), whatever the number of schedulers
-CREATE UNIQUE INDEX jobs_schedule_slot_idx ON ${s}.jobs (schedule_name, slot_at) WHERE schedule_name IS NOT NULL;
 
 -- schedules: recurring jobs; next_run_at is advanced by compare-and-set
 CREATE TABLE ${s}.schedules (
@@ -135,7 +129,8 @@ CREATE TABLE ${s}.schedules (
 -- the scheduler's lookup of due schedules
 CREATE INDEX schedules_due_idx ON ${s}.schedules (next_run_at) WHERE enabled;
 
--- locks: slot -1 of a name is its fence counter; slots 0..n-1 are the holdings
+-- locks: slot -1 of a name is its fence counter and keeps the slot count it was last granted
+-- with (null: none yet); slots 0..n-1 are the holdings
 CREATE TABLE ${s}.locks (
   name         text    NOT NULL,
   slot         integer NOT NULL,
@@ -144,66 +139,10 @@ CREATE TABLE ${s}.locks (
   fence        bigint  NOT NULL,
   acquired_at  timestamptz(3),
   expires_at   timestamptz(3),
+  slots        integer,
   PRIMARY KEY (name, slot)
 );
-`,
-  },
-  {
-    version: 3,
-    name: 'attempt rows written when the attempt ends; claim, heartbeat and finish as functions',
-    sql: (s) => `
--- an attempt's history row is now inserted once, by the write that ends the attempt (finish,
--- rescue, hand-back, cancel); while it runs, the job row holds it. Each insert used to maintain
--- two indexes and check a foreign key; now it maintains one: pruning deletes a job's attempts
--- itself, and nothing looks attempts up by id.
-ALTER TABLE ${s}.job_attempts DROP CONSTRAINT IF EXISTS job_attempts_job_id_fkey;
-DROP INDEX IF EXISTS ${s}.job_attempts_job_lease_idx;
--- one row per lease, found by its job (listing, pruning); rows opened by an earlier version
--- (outcome 'running') are closed in place by the finish's ON CONFLICT
-ALTER TABLE ${s}.job_attempts DROP CONSTRAINT job_attempts_pkey, ADD PRIMARY KEY (job_id, lease_token);
 ${hotPathFunctions(s)}`,
-  },
-  {
-    version: 4,
-    name: 'claim with lease tokens made from a base the worker sends; finish of a batch of successes',
-    sql: (s) => `
--- the claim made two random UUIDs and an md5 per row for its lease token: a tenth of the
--- server's CPU in a drain. The worker now sends a fresh random base per claim; a row's token is
--- the base and its id. The five-argument claim_jobs stays for workers of the previous version.
--- A batch of plain successes has its own finish: two arrays to send and unnest instead of fourteen.
-${migration4Functions(s)}`,
-  },
-  {
-    version: 5,
-    name: 'finish of a batch of successes without a separate lock step',
-    sql: (s) => `
--- the update takes the row locks itself, in id order: one lock record and one pass fewer per job
-${migration5Functions(s)}`,
-  },
-  {
-    version: 7,
-    name: "the effect ledger's batched writes as functions",
-    sql: (s) => `
--- a worker writes the ctx.once calls of its concurrent attempts together: one call reserves a
--- batch, one records a batch, each with plans that look every key and job up by primary key
-${migration7Functions(s)}`,
-  },
-  {
-    version: 8,
-    name: "finish of a batch of successes naming the worker whose claims they are",
-    sql: (s) => `
--- the attempt rows of a worker's own successes take its id from the call instead of a second
--- read of every job row
-${migration8Functions(s)}`,
-  },
-  {
-    version: 9,
-    name: 'semaphores keep their slot count',
-    sql: (s) => `
--- the counter row (slot -1) of a lock keeps the slot count it was last granted with: a caller
--- asking for another count while the semaphore is held is refused (NULL: none recorded yet)
-ALTER TABLE ${s}.locks ADD COLUMN slots integer;
-`,
   },
 ];
 

@@ -1,0 +1,122 @@
+/**
+ * The plans PostgreSQL runs the adapter's hot statements with, read from auto_explain on the
+ * storage's own connections: the claim and the sweep served by their partial indexes on a
+ * table full of finished rows; claim, heartbeat and finish reaching their rows through indexes
+ * on a table the planner has no statistics for (a fresh or bulk-loaded one autovacuum has not
+ * analyzed yet) and after it has them; the effect ledger's batches by primary key.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, describe, it } from 'node:test';
+import pg from 'pg';
+import { postgresStorage, quoteSchema, type PostgresStorage } from '../../src/storage/postgres/index.js';
+import { serverFor } from '../support/databases.js';
+import { job, postgresFixtures } from './postgres-support.js';
+
+const url = await serverFor('postgres', 'postgres plans');
+
+const AUTO_EXPLAIN = '-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=0 -c auto_explain.log_nested_statements=on -c auto_explain.log_level=notice -c client_min_messages=notice';
+
+describe('postgres plans of the hot statements', { skip: url === null }, () => {
+  const { made, schemas, client } = postgresFixtures(url);
+  const pools: pg.Pool[] = [];
+  after(async () => {
+    for (const p of pools) await p.end();
+  });
+
+  /** A migrated storage whose connections log every plan; `plans(re)` are the logged plans of statements matching `re`. */
+  async function explaining(): Promise<{ s: PostgresStorage; q: string; plans: (re: RegExp) => string[]; reset: () => void }> {
+    const pool = new pg.Pool({ connectionString: url as string, max: 1, options: AUTO_EXPLAIN });
+    pools.push(pool);
+    const logged: string[] = [];
+    pool.on('connect', (c) => c.on('notice', (n) => logged.push(n.message ?? '')));
+    const s = postgresStorage({ pool, schema: `lh_t_${randomBytes(6).toString('hex')}` });
+    made.push(s);
+    schemas.push(s.schema);
+    await s.migrate();
+    const q = quoteSchema(s.schema);
+    // no autovacuum: the table stays without statistics until the test analyzes it
+    await s.pool.query(`ALTER TABLE ${q}.jobs SET (autovacuum_enabled = false); ALTER TABLE ${q}.effects SET (autovacuum_enabled = false)`);
+    logged.length = 0;
+    return { s, q, plans: (re) => logged.filter((p) => re.test(p)), reset: () => void (logged.length = 0) };
+  }
+
+  const succeed = (j: { id: string; leaseToken: string }) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } });
+  const one = (plans: string[], what: string): string => {
+    assert.equal(plans.length, 1, `one ${what} plan:\n${plans.join('\n----\n')}`);
+    return plans[0] as string;
+  };
+
+  it('the claim and the sweep are served by their partial indexes on a table full of finished rows', async () => {
+    const { s, q, plans, reset } = await explaining();
+    const c = await client();
+    await c.query(`INSERT INTO ${q}.jobs (queue, type, payload, status, priority, run_at, max_attempts, timeout_ms, max_runtime_ms, finished_at)
+      SELECT 'default', 'bulk', '{}'::json, 'succeeded', 0, now() - interval '1 hour', 3, 60000, 600000, now() - interval '30 minutes'
+      FROM generate_series(1, 20000)`);
+    await c.query(`INSERT INTO ${q}.jobs (queue, type, payload, status, priority, run_at, max_attempts, timeout_ms, max_runtime_ms)
+      SELECT 'default', 'bulk', '{}'::json, 'queued', 0, now() - interval '1 minute', 3, 60000, 600000
+      FROM generate_series(1, 100)`);
+    await c.query(`ANALYZE ${q}.jobs`);
+    reset();
+    assert.equal((await s.leases.claim({ workerId: 'w', types: ['bulk'], queues: null, limit: 10, leaseMs: 30_000 })).length, 10);
+    const claim = one(plans(/picked AS/), 'claim');
+    assert.match(claim, /Index Scan using jobs_due_idx/, claim);
+    assert.doesNotMatch(claim, /Seq Scan on jobs/, claim);
+    await c.query(`ANALYZE ${q}.jobs`);
+    reset();
+    assert.deepEqual(await s.leases.findExpired({ limit: 100, types: ['bulk'] }), []);
+    const sweep = one(plans(/locked_until < /), 'sweep');
+    assert.match(sweep, /jobs_running_lease_idx/, sweep);
+  });
+
+  it('on a table without statistics, and after it has them, claim, heartbeat and finish reach their rows through indexes only', async () => {
+    const { s, q, plans, reset } = await explaining();
+    // 20,000 due rows the planner has never analyzed: a plan that sorts them all per claim, or
+    // reads the whole table per finish, is what the planner picks when it may
+    for (let i = 0; i < 20; i++) await s.jobs.insert({ jobs: Array.from({ length: 1000 }, () => job('fresh')) });
+    const indexOnly = (plan: string) => {
+      assert.doesNotMatch(plan, /Seq Scan on jobs|Bitmap Heap Scan on jobs|jobs_running_lease_idx|Merge Join|Hash Join/, plan);
+      // the claim walks the index in order and stops after its rows: no sort of the 20,000
+      assert.doesNotMatch(plan, /Sort Method: \w+\s+Memory: \d{4,}kB/, plan);
+    };
+    for (const analyzed of [false, true]) {
+      if (analyzed) await s.pool.query(`ANALYZE ${q}.jobs`);
+      // each statement several times: a prepared statement's plan may change after its fifth run
+      for (let round = 0; round < 7; round++) {
+        reset();
+        const claimed = await s.leases.claim({ workerId: 'w', types: ['fresh'], queues: null, limit: 300, leaseMs: 30_000 });
+        assert.equal(claimed.length, 300);
+        const leases = claimed.map((j) => ({ id: j.id, leaseToken: j.leaseToken }));
+        assert.deepEqual(await s.leases.heartbeat({ leases, leaseMs: 30_000 }), { lost: [] });
+        const finished = await s.leases.finish({ items: claimed.map(succeed) });
+        assert.equal(finished.filter((r) => r.applied).length, 300);
+        const claim = one(plans(/picked AS/), 'claim');
+        assert.match(claim, /Index Scan using jobs_due_idx/, claim);
+        indexOnly(claim);
+        for (const [re, what] of [[/extended AS/, 'heartbeat'], [/upd AS/, 'finish']] as const) {
+          const plan = one(plans(re), what);
+          assert.match(plan, /Index Scan using jobs_pkey on jobs/, plan);
+          indexOnly(plan);
+        }
+      }
+    }
+  });
+
+  it("the effect ledger's batches look jobs and effects up by primary key, even on small unanalyzed tables", async () => {
+    const { s, plans, reset } = await explaining();
+    await s.jobs.insert({ jobs: Array.from({ length: 20 }, () => job('fx')) });
+    const claimed = await s.leases.claim({ workerId: 'w', types: ['fx'], queues: null, limit: 20, leaseMs: 30_000 });
+    const items = claimed.map((j) => ({ key: `fx-${j.id}`, jobId: j.id, leaseToken: j.leaseToken }));
+    reset();
+    assert.deepEqual((await s.effects.reserveMany!({ items })).map((r) => r.state), items.map(() => 'reserved'));
+    assert.deepEqual(await s.effects.completeMany!({ items: items.map((i) => ({ ...i, result: null })) }), items.map(() => true));
+    // a second reserve finds them done: the batch read of their state
+    assert.deepEqual((await s.effects.reserveMany!({ items })).map((r) => r.state), items.map(() => 'done'));
+    const batches = plans(/input AS|unnest\(\$1::text\[\], \$2::bigint\[\], \$3::text\[\], \$4::json\[\]\)|e\.key = ANY/);
+    assert.equal(batches.length, 4, batches.join('\n----\n'));
+    const all = batches.join('\n----\n');
+    assert.match(all, /Index Scan using jobs_pkey on jobs/, all);
+    assert.match(all, /Index Scan using effects_pkey on effects/, all);
+    assert.doesNotMatch(all, /Seq Scan on (jobs|effects)|Bitmap Heap Scan on (jobs|effects)|Scan using jobs_running_lease_idx/, all);
+  });
+});
