@@ -42,10 +42,10 @@ describe('sqlite: URLs pick the driver', () => {
     try {
       const a = await openStorage(`sqlite:${file}?driver=node:sqlite`);
       await a.migrate();
-      const [ins] = await a.insertJobs([{ queue: 'default', type: 't', payload: { n: 1 }, priority: 0, runAfterMs: 0, maxAttempts: 3, idempotencyKey: 'k', timeoutMs: 1_000, maxRuntimeMs: 10_000 }]);
+      const [ins] = await a.jobs.insert({ jobs: [{ queue: 'default', type: 't', payload: { n: 1 }, priority: 0, runAfterMs: 0, maxAttempts: 3, idempotencyKey: 'k', timeoutMs: 1_000, maxRuntimeMs: 10_000 }] });
       await a.close();
       const b = await openStorage(`sqlite:${file}`);
-      assert.deepEqual((await b.getJob(ins?.job.id as string))?.payload, { n: 1 });
+      assert.deepEqual((await b.jobs.get({ id: ins?.job.id as string }))?.payload, { n: 1 });
       await b.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 /**
- * The SQLite hot path (src/storage/sqlite/sqlite-jobs.ts) builds the rows it hands back from
- * its input and a RETURNING list instead of reading them back, inserts runs of alike jobs with
- * one statement, and makes lease tokens in SQL. These tests pin that what it hands back is
+ * The SQLite hot path (src/storage/sqlite/jobs.ts and leases.ts) builds the rows it hands back
+ * from its input and a RETURNING list instead of reading them back, inserts runs of alike jobs
+ * with one statement, and makes lease tokens in SQL. These tests pin that what it hands back is
  * exactly what is stored, whatever shape the batch has.
  */
 import assert from 'node:assert/strict';
@@ -30,11 +30,11 @@ function job(type: string, over: Partial<NewJob> = {}): NewJob {
 }
 
 async function assertStored(s: Storage, rows: readonly JobRow[]): Promise<void> {
-  for (const r of rows) assert.deepEqual(await s.getJob(r.id), r, `job ${r.id} handed back as stored`);
+  for (const r of rows) assert.deepEqual(await s.jobs.get({ id: r.id }), r, `job ${r.id} handed back as stored`);
 }
 
 describe('sqlite hot path', () => {
-  it('insertJobs hands back the stored rows, in input order, across run boundaries and keys', async () => {
+  it('jobs.insert hands back the stored rows, in input order, across run boundaries and keys', async () => {
     const s = await open();
     const runAt = new Date(Date.UTC(2031, 4, 6, 7, 8, 9, 10));
     const batch: NewJob[] = [
@@ -49,7 +49,7 @@ describe('sqlite hot path', () => {
       job('other', { payload: undefined }),
       ...Array.from({ length: 3 }, (_, i) => job('tail', { payload: { i } })),
     ];
-    const res = await s.insertJobs(batch);
+    const res = await s.jobs.insert({ jobs: batch });
     assert.equal(res.length, batch.length);
     assert.deepEqual(res.map((r) => r.created), batch.map((_, i) => i !== 1501), 'only the repeated key found an existing row');
     assert.equal(res[1501]?.job.id, res[1500]?.job.id);
@@ -60,31 +60,31 @@ describe('sqlite hot path', () => {
     assert.equal(res[1504]?.job.runAt.getTime(), runAt.getTime());
     assert.equal(res[1506]?.job.payload, null, 'an undefined payload is stored as null');
     await assertStored(s, res.map((r) => r.job));
-    assert.equal((await s.listJobs({ limit: 1000, type: 'other' })).length, 5);
+    assert.equal((await s.jobs.list({ limit: 1000, type: 'other' })).length, 5);
     await s.close();
   });
 
   it('a returned payload is a copy, not the caller’s object', async () => {
     const s = await open();
     const payload = { list: [1, 2] };
-    const [a, b] = await s.insertJobs([job('copy', { payload }), job('copy', { payload })]);
+    const [a, b] = await s.jobs.insert({ jobs: [job('copy', { payload }), job('copy', { payload })] });
     assert.notEqual(a?.job.payload, payload);
     assert.notEqual(a?.job.payload, b?.job.payload);
     assert.notEqual(a?.job.createdAt, a?.job.updatedAt, 'each Date its own object');
     await s.close();
   });
 
-  it('claimJobs hands back the stored rows in claim order, with fresh 128-bit tokens and open attempts', async () => {
+  it('leases.claim hands back the stored rows in claim order, with fresh 128-bit tokens and open attempts', async () => {
     let t = Date.UTC(2030, 0, 1);
     const s = await open(() => t);
-    await s.insertJobs(Array.from({ length: 30 }, (_, i) => job('claim', { payload: { i }, priority: i % 3, runAfterMs: -i })));
-    await s.upsertSchedules([{
+    await s.jobs.insert({ jobs: Array.from({ length: 30 }, (_, i) => job('claim', { payload: { i }, priority: i % 3, runAfterMs: -i })) });
+    await s.schedules.upsert({ items: [{
       name: 'nightly', cron: null, everyMs: 60_000, timezone: 'UTC', type: 'claim', payload: {}, queue: 'default', priority: -1,
       maxAttempts: 3, misfire: 'skip', misfireWindowMs: null, misfireMax: 100, enabled: true, source: 'cli', nextRunAt: new Date(t),
-    }]);
-    const slotJob = await s.runScheduleNow({ name: 'nightly', job: { queue: 'default', type: 'claim', payload: { s: 1 }, priority: -1, maxAttempts: 3, timeoutMs: 1, maxRuntimeMs: 2 } });
+    }] });
+    const slotJob = await s.schedules.runNow({ name: 'nightly', job: { queue: 'default', type: 'claim', payload: { s: 1 }, priority: -1, maxAttempts: 3, timeoutMs: 1, maxRuntimeMs: 2 } });
     t += 1;
-    const claimed = await s.claimJobs({ workerId: 'w1', types: ['claim'], queues: null, limit: 20, leaseMs: 5000 });
+    const claimed = await s.leases.claim({ workerId: 'w1', types: ['claim'], queues: null, limit: 20, leaseMs: 5000 });
     assert.equal(claimed.length, 20);
     assert.equal(claimed[0]?.id, slotJob?.id, 'priority -1 first');
     assert.equal(claimed[0]?.scheduleName, 'nightly');
@@ -94,34 +94,34 @@ describe('sqlite hot path', () => {
     for (const c of claimed) {
       assert.match(c.leaseToken, /^[0-9a-f]{32}$/);
       assert.equal(c.lockedUntil.getTime(), t + 5000);
-      const [attempt] = await s.listAttempts(c.id);
+      const [attempt] = await s.attempts.list({ jobId: c.id });
       assert.deepEqual([attempt?.attempt, attempt?.leaseToken, attempt?.workerId, attempt?.outcome], [1, c.leaseToken, 'w1', 'running']);
     }
     await assertStored(s, claimed);
-    const byQueue = await s.claimJobs({ workerId: 'w2', types: ['claim'], queues: ['mail'], limit: 20, leaseMs: 5000 });
+    const byQueue = await s.leases.claim({ workerId: 'w2', types: ['claim'], queues: ['mail'], limit: 20, leaseMs: 5000 });
     assert.equal(byQueue.length, 0, 'the queue filter applies');
     await s.close();
   });
 
-  it('finishJobs and heartbeat go item by item: a job named twice lands once, a wrong token beside a right one is lost', async () => {
+  it('leases.finish and leases.heartbeat go item by item: a job named twice lands once, a wrong token beside a right one is lost', async () => {
     const s = await open();
-    await s.insertJobs([job('fin'), job('fin')]);
-    const [a, b] = await s.claimJobs({ workerId: 'w', types: ['fin'], queues: null, limit: 2, leaseMs: 5000 });
+    await s.jobs.insert({ jobs: [job('fin'), job('fin')] });
+    const [a, b] = await s.leases.claim({ workerId: 'w', types: ['fin'], queues: null, limit: 2, leaseMs: 5000 });
     assert.ok(a && b);
-    const hb = await s.heartbeat({ leases: [{ id: a.id, leaseToken: 'f'.repeat(32) }, { id: a.id, leaseToken: a.leaseToken }, { id: 'x', leaseToken: 't' }], leaseMs: 9000 });
+    const hb = await s.leases.heartbeat({ leases: [{ id: a.id, leaseToken: 'f'.repeat(32) }, { id: a.id, leaseToken: a.leaseToken }, { id: 'x', leaseToken: 't' }], leaseMs: 9000 });
     assert.deepEqual(hb.lost, [{ id: a.id, status: 'running' }, { id: 'x', status: null }]);
     const done = { status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } };
-    const res = await s.finishJobs([
+    const res = await s.leases.finish({ items: [
       { id: a.id, leaseToken: a.leaseToken, ...done },
       { id: a.id, leaseToken: a.leaseToken, status: 'failed', runAfterMs: 10, error: { code: 'E', message: 'm' }, attempt: { outcome: 'failed' } },
       { id: b.id, leaseToken: b.leaseToken, status: 'failed', runAfterMs: 1000, error: { code: 'E1', message: 'boom' }, attempt: { outcome: 'failed', error: { code: 'E1', message: 'boom', stack: 'at x' }, retryDelayMs: 1000 } },
-    ]);
+    ] });
     assert.deepEqual(res.map((r) => r.applied), [true, false, true]);
-    const ja = await s.getJob(a.id);
+    const ja = await s.jobs.get({ id: a.id });
     assert.deepEqual([ja?.status, ja?.lastErrorCode, ja?.leaseToken], ['succeeded', null, null]);
-    const jb = await s.getJob(b.id);
+    const jb = await s.jobs.get({ id: b.id });
     assert.deepEqual([jb?.status, jb?.lastErrorCode, jb?.lastError, jb?.finishedAt], ['failed', 'E1', 'boom', null]);
-    const [att] = await s.listAttempts(b.id);
+    const [att] = await s.attempts.list({ jobId: b.id });
     assert.deepEqual([att?.outcome, att?.errorCode, att?.errorStack, att?.retryDelayMs], ['failed', 'E1', 'at x', 1000]);
     await s.close();
   });

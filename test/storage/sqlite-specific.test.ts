@@ -1,13 +1,12 @@
 /**
  * What only the SQLite adapter has to prove about one installation in one file: WAL mode,
- * the schema-too-new guard, table prefixes, no caller transactions, and the injected clock
- * as the database clock.
+ * table prefixes, no caller transactions, and the injected clock as the database clock.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { NotSupportedError, SchemaTooNewError } from '../../src/core/errors.js';
-import { SQLITE_LATEST_VERSION, sqliteStorage } from '../../src/storage/sqlite/index.js';
+import { NotSupportedError } from '../../src/core/errors.js';
+import { sqliteStorage } from '../../src/storage/sqlite/index.js';
 import { job, tempFiles } from './sqlite-support.js';
 
 const tempFile = tempFiles();
@@ -27,25 +26,11 @@ describe('sqlite specific: the file, prefixes and clock', () => {
     await s.close();
   });
 
-  it('a ledger newer than this code throws SchemaTooNewError and changes nothing', async () => {
-    const file = tempFile();
-    const s = sqliteStorage({ path: file });
-    await s.migrate();
-    await s.close();
-    const raw = new Database(file);
-    raw.prepare('INSERT INTO leasehold_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(SQLITE_LATEST_VERSION + 1, 'from the future', Date.now());
-    raw.close();
-    const s2 = sqliteStorage({ path: file });
-    await assert.rejects(s2.migrate(), (e: unknown) => e instanceof SchemaTooNewError && e.code === 'SCHEMA_TOO_NEW');
-    assert.equal(await s2.schemaVersion(), SQLITE_LATEST_VERSION + 1);
-    await s2.close();
-  });
-
   it("rejects the caller's transaction handle with NotSupportedError", async () => {
     const s = sqliteStorage({ path: tempFile() });
     await s.migrate();
-    await assert.rejects(s.insertJobs([job('tx')], { tx: {} }), NotSupportedError);
-    assert.equal((await s.countJobs()).length, 0, 'nothing written');
+    await assert.rejects(s.jobs.insert({ jobs: [job('tx')], tx: {} }), NotSupportedError);
+    assert.equal((await s.queues.counts()).length, 0, 'nothing written');
     await s.close();
   });
 
@@ -55,9 +40,9 @@ describe('sqlite specific: the file, prefixes and clock', () => {
     const b = sqliteStorage({ path: file, tablePrefix: 'app_b_' });
     await a.migrate();
     await b.migrate();
-    await a.insertJobs([job('x')]);
-    assert.equal((await a.listJobs({ limit: 10 })).length, 1);
-    assert.equal((await b.listJobs({ limit: 10 })).length, 0);
+    await a.jobs.insert({ jobs: [job('x')] });
+    assert.equal((await a.jobs.list({ limit: 10 })).length, 1);
+    assert.equal((await b.jobs.list({ limit: 10 })).length, 0);
     await a.close();
     await b.close();
     assert.throws(() => sqliteStorage({ path: file, tablePrefix: 'x; DROP TABLE' }), TypeError);
@@ -68,11 +53,11 @@ describe('sqlite specific: the file, prefixes and clock', () => {
     const s = sqliteStorage({ path: tempFile(), clock: () => t });
     await s.migrate();
     assert.equal((await s.now()).getTime(), t);
-    const [r] = await s.insertJobs([job('clock', { runAfterMs: 1000 })]);
+    const [r] = await s.jobs.insert({ jobs: [job('clock', { runAfterMs: 1000 })] });
     assert.equal(r?.job.runAt.getTime(), t + 1000);
-    assert.equal((await s.claimJobs({ workerId: 'w', types: ['clock'], queues: null, limit: 1, leaseMs: 100 })).length, 0, 'not due yet');
+    assert.equal((await s.leases.claim({ workerId: 'w', types: ['clock'], queues: null, limit: 1, leaseMs: 100 })).length, 0, 'not due yet');
     t += 1000;
-    const [c] = await s.claimJobs({ workerId: 'w', types: ['clock'], queues: null, limit: 1, leaseMs: 100 });
+    const [c] = await s.leases.claim({ workerId: 'w', types: ['clock'], queues: null, limit: 1, leaseMs: 100 });
     assert.equal(c?.lockedUntil.getTime(), t + 100);
     await s.close();
   });

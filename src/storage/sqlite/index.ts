@@ -1,7 +1,91 @@
-/** The SQLite adapter: `import { sqliteStorage } from 'leasehold/sqlite'`. */
-export { SqliteStorage, sqliteStorage } from './sqlite-storage.js';
-export type { SqliteStorageOptions } from './sqlite-storage.js';
-export { SQLITE_LATEST_VERSION, SQLITE_MIGRATIONS } from './sqlite-migrations.js';
-export type { SqliteMigration } from './sqlite-migrations.js';
-export { SQLITE_DRIVERS } from './sqlite-driver.js';
-export type { SqliteDriverName } from './sqlite-driver.js';
+/**
+ * leasehold/sqlite: the embedded default, on better-sqlite3 or Node's built-in `node:sqlite`
+ * (`driver` option). `import { sqliteStorage } from 'leasehold/sqlite'`.
+ *
+ * The database clock is this process's clock (db.ts), and several processes may share one file.
+ * Transactions are synchronous in both drivers, so a caller's own transaction cannot span an
+ * `await`: `transactionalEnqueue` is false and `{ tx }` is refused with NotSupportedError.
+ */
+import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
+import { SqliteAttempts } from './attempts.js';
+import { SqliteDb } from './db.js';
+import { checkDriver } from './driver.js';
+import type { SqliteDriverName } from './driver.js';
+import { SqliteEffects } from './effects.js';
+import { SqliteJobs } from './jobs.js';
+import { SqliteLeases } from './leases.js';
+import { SqliteLocks } from './locks.js';
+import { migrate, schemaVersion } from './migrations.js';
+import { SqliteQueues } from './queues.js';
+import { SqliteSchedules } from './schedules.js';
+import { checkPrefix } from './sql.js';
+import { SqliteWorkers } from './workers.js';
+
+export { SQLITE_DRIVERS } from './driver.js';
+export type { SqliteDriverName } from './driver.js';
+export { MIGRATIONS, SCHEMA_VERSION, type Migration } from './migrations.js';
+
+export interface SqliteStorageOptions {
+  /** database file; ':memory:' works for a single connection but cannot be shared */
+  path: string;
+  /** how long a write waits for another process's write lock before failing (default 5000) */
+  busyTimeoutMs?: number;
+  /** the "database clock" in epoch ms (default Date.now); see db.ts */
+  clock?: () => number;
+  /** prefix of every table and index name (default 'leasehold_') */
+  tablePrefix?: string;
+  /** 'better-sqlite3' (default) or 'node:sqlite' (built into Node, no native module) */
+  driver?: SqliteDriverName;
+}
+
+export class SqliteStorage implements Storage {
+  readonly dialect = 'sqlite';
+  readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: false, listenNotify: false };
+  readonly jobs: SqliteJobs;
+  readonly leases: SqliteLeases;
+  readonly attempts: SqliteAttempts;
+  readonly effects: SqliteEffects;
+  readonly schedules: SqliteSchedules;
+  readonly locks: SqliteLocks;
+  readonly workers: SqliteWorkers;
+  readonly queues: SqliteQueues;
+  private readonly db: SqliteDb;
+
+  constructor(opts: SqliteStorageOptions) {
+    const db = (this.db = new SqliteDb({
+      path: opts.path,
+      prefix: checkPrefix(opts.tablePrefix ?? 'leasehold_'),
+      busyTimeoutMs: opts.busyTimeoutMs ?? 5000,
+      driver: checkDriver(opts.driver),
+      clock: opts.clock ?? Date.now,
+    }));
+    this.jobs = new SqliteJobs(db);
+    this.leases = new SqliteLeases(db);
+    this.attempts = new SqliteAttempts(db);
+    this.effects = new SqliteEffects(db);
+    this.schedules = new SqliteSchedules(db);
+    this.locks = new SqliteLocks(db);
+    this.workers = new SqliteWorkers(db);
+    this.queues = new SqliteQueues(db);
+  }
+
+  async migrate(): Promise<MigrateResult> {
+    return migrate(this.db);
+  }
+
+  async schemaVersion(): Promise<number> {
+    return schemaVersion(this.db);
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+
+  async now(): Promise<Date> {
+    return new Date(this.db.now());
+  }
+}
+
+export function sqliteStorage(opts: SqliteStorageOptions): SqliteStorage {
+  return new SqliteStorage(opts);
+}

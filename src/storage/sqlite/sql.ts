@@ -1,6 +1,10 @@
 /**
- * Row shapes as SQLite returns them, and their mapping to the contract's types.
- * Times are INTEGER epoch milliseconds; JSON columns are TEXT.
+ * The SQL plumbing every SQLite aggregate shares: the table prefix, the next job id, row shapes
+ * as SQLite returns them and their mapping to the contract's types. Times are INTEGER epoch
+ * milliseconds (the process clock, bound as `@now`); JSON columns are TEXT.
+ *
+ * Every statement lives in the aggregate file that runs it, with a one-line `-- leasehold …`
+ * header inside its text. `{p}` in a template is the table prefix (default `leasehold_`).
  */
 import type { AttemptOutcome, JobStatus } from '../../core/status.js';
 import type { EffectRow, ExpiredLease, WorkerRow } from '../../core/storage.js';
@@ -73,8 +77,30 @@ export interface SqlWorker {
 
 export type SqlExpired = Pick<SqlJob, 'id' | 'type' | 'lease_token' | 'locked_by' | 'attempts' | 'max_attempts'>;
 
+/** Allowed table prefixes: an identifier, so it can be spliced into SQL safely. */
+const PREFIX_RE = /^[A-Za-z_][A-Za-z0-9_]{0,40}$/;
+
+export function checkPrefix(prefix: string): string {
+  if (prefix !== '' && !PREFIX_RE.test(prefix)) {
+    throw new TypeError(`invalid tablePrefix ${JSON.stringify(prefix)}: letters, digits and _ only`);
+  }
+  return prefix;
+}
+
+/** Replace `{p}` with the table prefix. */
+export function withPrefix(sql: string, prefix: string): string {
+  return sql.replaceAll('{p}', prefix);
+}
+
+/**
+ * The next job id: above every id in the table and above the floor, which holds the largest id
+ * deleted, so ids are never reused. Read under the write lock every insert holds; an
+ * uncorrelated subquery, evaluated once per statement.
+ */
+export const NEXT_JOB_ID = `(SELECT max(coalesce((SELECT max(id) FROM {p}jobs), 0), floor) + 1 FROM {p}job_id_floor)`;
+
 const date = (ms: number): Date => new Date(ms);
-const dateOrNull = (ms: number | null): Date | null => (ms === null ? null : new Date(ms));
+export const dateOrNull = (ms: number | null): Date | null => (ms === null ? null : new Date(ms));
 
 /** A contract id (decimal string) as a SQLite integer; null when it cannot name a row. */
 export function toSqlId(id: string): number | null {

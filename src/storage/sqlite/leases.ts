@@ -1,0 +1,183 @@
+/**
+ * Leases on SQLite, the hot path: claim, heartbeat, finish, and the sweeper's query.
+ * - a claim is one UPDATE … RETURNING in autocommit (atomic on its own; it takes the write lock
+ *   at its start); the rows handed back are built from the claim's own values plus what the
+ *   statement returned, never re-read, and it writes no attempt row (see attempts.ts);
+ * - finishes and heartbeats are cached statements run per item in one IMMEDIATE transaction:
+ *   cheaper than one UPDATE … FROM json_each per batch (see LEASE_SQL.finish).
+ */
+import type { JobStatus } from '../../core/status.js';
+import type {
+  ClaimedJob, ClaimParams, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore,
+} from '../../core/storage.js';
+import { ATTEMPT_SQL } from './attempts.js';
+import { refuseTx } from './db.js';
+import type { SqliteDb } from './db.js';
+import { toExpiredLease, toSqlId } from './sql.js';
+import type { SqlExpired } from './sql.js';
+
+/**
+ * One UPDATE … RETURNING leases the batch. Tokens come from SQLite's randomblob() (its ChaCha20
+ * generator, seeded from the OS), so exactly one is made per claimed row. Only the queue filter
+ * in use goes into the SQL. RETURNING carries what the caller cannot compute itself (the rest
+ * is the claim's own values); its order is unspecified, the caller sorts.
+ */
+function claimSql(byQueue: boolean): string {
+  return `-- leasehold leases.claim: lease up to @limit due jobs of @types${byQueue ? ' in @queues' : ''} in claim order, each with a fresh 128-bit token
+    UPDATE {p}jobs
+    SET status = 'running', locked_by = @workerId, lease_token = lower(hex(randomblob(16))),
+        locked_until = @now + @leaseMs, heartbeat_at = @now, started_at = @now,
+        attempts = attempts + 1, updated_at = @now
+    WHERE id IN (SELECT id FROM {p}jobs
+      WHERE status IN ('queued','failed') AND run_at <= @now
+        AND type IN (SELECT value FROM json_each(@types))${byQueue ? '\n        AND queue IN (SELECT value FROM json_each(@queues))' : ''}
+      ORDER BY priority, run_at, id
+      LIMIT @limit)
+    RETURNING id, queue, type, payload, priority, run_at, attempts, max_attempts, idempotency_key,
+      finished_at, last_error_code, last_error, timeout_ms, max_runtime_ms, created_at,
+      schedule_name, slot_at, lease_token`;
+}
+const CLAIM_SQL = claimSql(false);
+const CLAIM_BY_QUEUE_SQL = claimSql(true);
+
+const LEASE_SQL = {
+  heartbeat: `-- leasehold leases.heartbeat: extend one lease that still holds (? = lockedUntil, now, now, id, leaseToken)
+    UPDATE {p}jobs SET locked_until = ?, heartbeat_at = ?, updated_at = ?
+    WHERE id = ? AND lease_token = ? AND status = 'running'`,
+  status: `-- leasehold leases.status: a job's current status (to report a lost lease)
+    SELECT status FROM {p}jobs WHERE id = ?`,
+  // per item rather than one UPDATE … FROM json_each per batch: SQLite re-parses the JSON item
+  // for every ->> it extracts, and an equality on the INTEGER PRIMARY KEY is a rowid lookup
+  // whatever ANALYZE recorded, where a join's order is the planner's guess
+  finish: `-- leasehold leases.finish: fenced finish of one attempt: lands only under the same lease on a running job (? = status, now, runAfterMs, uncount, hasError, errorCode, hasError, errorMessage, finishedAt, now, id, leaseToken, onlyIfExpired, now)
+    UPDATE {p}jobs
+    SET status = ?, run_at = coalesce(? + ?, run_at), attempts = attempts - ?,
+        last_error_code = CASE WHEN ? THEN ? ELSE last_error_code END,
+        last_error = CASE WHEN ? THEN ? ELSE last_error END,
+        locked_by = NULL, lease_token = NULL, locked_until = NULL, finished_at = ?, updated_at = ?
+    WHERE id = ? AND lease_token = ? AND status = 'running' AND (? = 0 OR locked_until < ?)`,
+  expired: `-- leasehold leases.expired: running jobs whose lease has expired, of @types when not null, oldest expiry first
+    SELECT id, type, lease_token, locked_by, attempts, max_attempts FROM {p}jobs
+    WHERE status = 'running' AND locked_until < @now AND (@types IS NULL OR type IN (SELECT value FROM json_each(@types)))
+    ORDER BY locked_until, id LIMIT @limit`,
+} as const;
+
+/** RETURNING columns of the claim, in order. */
+type ClaimRow = [
+  id: number, queue: string, type: string, payload: string, priority: number, runAt: number, attempts: number,
+  maxAttempts: number, idempotencyKey: string | null, finishedAt: number | null, lastErrorCode: string | null,
+  lastError: string | null, timeoutMs: number, maxRuntimeMs: number, createdAt: number,
+  scheduleName: string | null, slotAt: number | null, leaseToken: string,
+];
+
+function claimedJob(r: ClaimRow, p: ClaimParams, now: number): ClaimedJob {
+  const job: ClaimedJob = {
+    id: String(r[0]),
+    queue: r[1],
+    type: r[2],
+    payload: JSON.parse(r[3]),
+    status: 'running',
+    priority: r[4],
+    runAt: new Date(r[5]),
+    attempts: r[6],
+    maxAttempts: r[7],
+    idempotencyKey: r[8],
+    lockedBy: p.workerId,
+    leaseToken: r[17],
+    lockedUntil: new Date(now + p.leaseMs),
+    heartbeatAt: new Date(now),
+    startedAt: new Date(now),
+    finishedAt: r[9] === null ? null : new Date(r[9]),
+    lastErrorCode: r[10],
+    lastError: r[11],
+    timeoutMs: r[12],
+    maxRuntimeMs: r[13],
+    createdAt: new Date(r[14]),
+    updatedAt: new Date(now),
+  };
+  // only jobs a schedule enqueued carry their slot
+  if (r[15] !== null && r[16] !== null) {
+    job.scheduleName = r[15];
+    job.slotAt = new Date(r[16]);
+  }
+  return job;
+}
+
+const TERMINAL: ReadonlySet<string> = new Set(['succeeded', 'dead', 'cancelled']);
+
+export class SqliteLeases implements LeaseStore {
+  constructor(private readonly db: SqliteDb) {}
+
+  async claim(p: ClaimParams): Promise<ClaimedJob[]> {
+    if (p.types.length === 0 || p.limit <= 0) return [];
+    const db = this.db;
+    const now = db.now();
+    const byQueue = p.queues !== null;
+    // one statement, atomic on its own: autocommit
+    const rows = db.read(() => db.stmt(byQueue ? CLAIM_BY_QUEUE_SQL : CLAIM_SQL, 'raw').all({
+      now, workerId: p.workerId, leaseMs: p.leaseMs, limit: p.limit, types: JSON.stringify(p.types),
+      ...(byQueue ? { queues: JSON.stringify(p.queues) } : {}),
+    }) as ClaimRow[]);
+    // RETURNING order is unspecified; hand jobs out in claim order (priority, run_at, id)
+    rows.sort((a, b) => a[4] - b[4] || a[5] - b[5] || a[0] - b[0]);
+    return rows.map((r) => claimedJob(r, p, now));
+  }
+
+  async heartbeat(p: HeartbeatParams): Promise<HeartbeatResult> {
+    if (p.leases.length === 0) return { lost: [] };
+    const db = this.db;
+    const now = db.now();
+    const until = now + p.leaseMs;
+    return db.write(() => {
+      const extend = db.stmt(LEASE_SQL.heartbeat);
+      const lost: HeartbeatResult['lost'] = [];
+      for (const l of p.leases) {
+        const id = toSqlId(l.id);
+        if (id === null) lost.push({ id: l.id, status: null });
+        else if (extend.run(until, now, now, id, l.leaseToken).changes === 0) lost.push({ id: l.id, status: this.statusOf(id) });
+      }
+      return { lost };
+    });
+  }
+
+  /**
+   * Item by item in input order: the attempt's history row first (ATTEMPT_SQL.end, read from
+   * the job row under the same fence), then the job row, whose count says whether the item
+   * landed. Same fence, same transaction: the history row is written exactly when it lands.
+   */
+  async finish(p: { items: readonly FinishParams[]; tx?: unknown }): Promise<FinishResult[]> {
+    refuseTx(p.tx, 'leases.finish');
+    if (p.items.length === 0) return [];
+    const db = this.db;
+    const now = db.now();
+    return db.write(() => {
+      const end = db.stmt(ATTEMPT_SQL.end);
+      const finish = db.stmt(LEASE_SQL.finish);
+      return p.items.map((f): FinishResult => {
+        const id = toSqlId(f.id);
+        if (id === null) return { id: f.id, applied: false };
+        const expiredOnly = f.onlyIfExpired ? 1 : 0;
+        const a = f.attempt.error ?? null;
+        end.run(now, now, f.attempt.outcome, a?.code ?? null, a?.message ?? null, a?.stack ?? null, f.attempt.retryDelayMs ?? null, id, f.leaseToken, expiredOnly, now);
+        const e = f.error ?? null;
+        const hasError = e === null ? 0 : 1;
+        const landed = finish.run(
+          f.status, now, f.runAfterMs ?? null, f.uncountAttempt ? 1 : 0, hasError, e?.code ?? null, hasError, e?.message ?? null,
+          TERMINAL.has(f.status) ? now : null, now, id, f.leaseToken, expiredOnly, now,
+        ).changes;
+        return { id: f.id, applied: landed > 0 };
+      });
+    });
+  }
+
+  async findExpired(p: ExpiredLeaseQuery): Promise<ExpiredLease[]> {
+    const types = p.types === undefined ? null : JSON.stringify(p.types);
+    const rows = this.db.read(() => this.db.stmt(LEASE_SQL.expired).all({ now: this.db.now(), limit: p.limit, types }) as SqlExpired[]);
+    return rows.map(toExpiredLease);
+  }
+
+  private statusOf(id: number): JobStatus | null {
+    const r = this.db.stmt(LEASE_SQL.status).get(id) as { status: JobStatus } | undefined;
+    return r ? r.status : null;
+  }
+}
