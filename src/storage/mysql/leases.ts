@@ -165,7 +165,7 @@ function compareCandidates(a: Row, b: Row): number {
 //    item per job whose lease matches; later items see the job finished) and the running attempt.
 // 2. The job rows: the GROUPED largest groups of items ending the same way get a plain UPDATE
 //    each; the rest share one UPDATE joined to a JSON_TABLE (MariaDB buffers a multi-table
-//    update's rows: twice the cost per row). 3. One INSERT of the landed attempts' history rows.
+//    update's rows: dearer per row). 3. One INSERT of the landed attempts' history rows.
 //    2 and 3 go out with COMMIT: with BEGIN riding on 1, a batch is two round trips.
 
 /** Ids are BIGINT UNSIGNED, lease_token VARCHAR(64): beyond those, an item names no lease. */

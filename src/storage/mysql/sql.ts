@@ -50,7 +50,7 @@ export const JOB_COLS = `id, queue, type, payload, status, priority, run_at, att
  * under the row lock, exact to the µs), finished_at, the duration in whole ms between the two
  * ms-truncated times (so it equals `finishedAt - startedAt` of the Dates read back), outcome,
  * error code, message, stack, retry delay. All given: the duration as an expression over the
- * row's columns costs the server about a quarter of the insert.
+ * row's columns costs the server more than the insert itself.
  */
 const ATTEMPT_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 
