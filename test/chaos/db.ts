@@ -18,7 +18,7 @@ import { run as mysqlRun, toAttemptRow as mysqlAttemptRow } from '../../src/stor
 import { openStorage } from '../../src/storage/open.js';
 import { sqliteWriteLockFree } from '../process/support.js';
 import { toAttemptRow as pgAttemptRow } from '../../src/storage/postgres/postgres-rows.js';
-import { toAttemptRow as sqliteAttemptRow } from '../../src/storage/sqlite/sqlite-rows.js';
+import { toAttemptRow as sqliteAttemptRow } from '../../src/storage/sqlite/sql.js';
 import type { DbKind } from '../process/support-db.js';
 import type { ThrowawayServer } from './servers.js';
 import { startMariaDb, startPostgres } from './servers.js';
