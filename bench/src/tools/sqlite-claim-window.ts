@@ -1,4 +1,4 @@
-/** SQLite claim: window over every due row (the current sqlite-sql.ts claim) vs over the LIMIT rows only; 500 ten-job claims each on a 20k-due table. */
+/** SQLite claim: window over every due row (the claim in sqlite/leases.ts) vs over the LIMIT rows only; 500 ten-job claims each on a 20k-due table. */
 import Database from 'better-sqlite3';
 import { rmSync } from 'node:fs';
 const f = '/tmp/lh-claim-proto.db'; for (const x of [f, f + '-wal', f + '-shm']) rmSync(x, { force: true });
