@@ -11,8 +11,9 @@ import path from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import type { AttemptRow } from '../../src/core/index.js';
-import { run as mysqlRun, toAttemptRow as mysqlAttemptRow } from '../../src/storage/mysql/mysql-db.js';
-import { toAttemptRow as pgAttemptRow } from '../../src/storage/postgres/postgres-rows.js';
+import { run as mysqlRun } from '../../src/storage/mysql/db.js';
+import { toAttemptRow as mysqlAttemptRow } from '../../src/storage/mysql/sql.js';
+import { toAttemptRow as pgAttemptRow } from '../../src/storage/postgres/sql.js';
 import { serverFor } from '../support/databases.js';
 
 export type DbKind = 'sqlite' | 'postgres' | 'mysql';
