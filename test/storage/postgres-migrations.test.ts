@@ -39,6 +39,8 @@ describe('postgres migrations', { skip: url === null }, () => {
     const actual = await catalogue(c, s.schema);
     assert.deepEqual(schemaDiff(actual), []);
     assert.deepEqual(Object.keys(actual).sort(), Object.keys(EXPECTED_TABLES).sort());
+    const functions = await c.query(`SELECT proname FROM pg_proc WHERE pronamespace = $1::regnamespace ORDER BY proname`, [s.schema]);
+    assert.deepEqual(functions.rows.map((r) => r.proname), ['claim_jobs'], 'the claim is the one statement run as a function');
     assert.equal(await s.schemaVersion(), SCHEMA_VERSION);
     assert.deepEqual(await s.migrate(), { from: SCHEMA_VERSION, to: SCHEMA_VERSION, applied: [] });
     assert.equal(await s.schemaVersion(), SCHEMA_VERSION);

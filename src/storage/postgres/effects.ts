@@ -43,10 +43,7 @@ WHERE e.key = $1::text AND e.job_id = $2::bigint AND e.lease_token = $3::text AN
   AND j.id = $2::bigint AND j.lease_token = $3::text AND j.status = 'running'
 RETURNING e.key`,
 
-    /**
-     * Body of reserve_effects($1 keys (distinct), $2 job ids, $3 lease tokens): one row per item
-     * with its 1-based `ord`, and `held` and `reserved` as reserveEffect's.
-     */
+    /** $1 keys (distinct), $2 job ids, $3 lease tokens: one row per item with its 1-based `ord`, and `held` and `reserved` as `reserve`'s. */
     reserveMany: `-- leasehold reserveEffects: reserveEffect for several effects (distinct keys) in one statement
 WITH input AS (
   SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY AS u(key, job_id, lease_token, ord)
@@ -74,14 +71,11 @@ SELECT i.ord, h.key IS NOT NULL AS held, u.key IS NOT NULL AS reserved
 FROM input i LEFT JOIN held h ON h.key = i.key LEFT JOIN up u ON u.key = i.key
 ORDER BY i.ord`,
 
-    /** Body of get_effects($1 keys): the state and result of each that exists. */
+    /** $1 keys: the state and result of each that exists. */
     stateMany: `-- leasehold reserveEffects (not reserved): read several effects' state and result
 SELECT e.key, e.state, e.result FROM ${s}.effects e WHERE e.key = ANY($1::text[])`,
 
-    /**
-     * Body of complete_effects($1 keys (distinct), $2 job ids, $3 lease tokens, $4 result json
-     * texts): the keys recorded.
-     */
+    /** $1 keys (distinct), $2 job ids, $3 lease tokens, $4 result json texts: the keys recorded. */
     completeMany: `-- leasehold completeEffects: mark several of these leases' pending effects done, each only while its lease holds
 WITH locked AS (
   -- locked in key order first, as reserves lock them: a record batch and a reserve batch over
@@ -99,18 +93,6 @@ WITH locked AS (
   RETURNING e.key
 )
 SELECT key FROM done`,
-
-    /** $1 keys (distinct), $2 job ids, $3 lease tokens */
-    reserveManyCall: `-- leasehold reserveEffects: reserve several effects under their leases; held and reserved per position (the reserve_effects function)
-SELECT ord, held, reserved FROM ${s}.reserve_effects($1::text[], $2::bigint[], $3::text[])`,
-
-    /** $1 keys */
-    stateManyCall: `-- leasehold reserveEffects (not reserved): several effects' state and result (the get_effects function)
-SELECT effect_key, state, result FROM ${s}.get_effects($1::text[])`,
-
-    /** $1 keys (distinct), $2 job ids, $3 lease tokens, $4 result json texts */
-    completeManyCall: `-- leasehold completeEffects: mark these leases' pending effects done; the keys recorded (the complete_effects function)
-SELECT done_key FROM ${s}.complete_effects($1::text[], $2::bigint[], $3::text[], $4::json[])`,
 
     /** $1 key */
     get: `-- leasehold getEffect: the effect recorded under this key (the whole row)
@@ -136,7 +118,7 @@ export class PostgresEffects implements EffectStore {
     this.sql = sql;
     this.hot = {
       reserve: prepared(sql.reserve), state: prepared(sql.state), complete: prepared(sql.complete),
-      reserveMany: prepared(sql.reserveManyCall), stateMany: prepared(sql.stateManyCall), completeMany: prepared(sql.completeManyCall),
+      reserveMany: prepared(sql.reserveMany), stateMany: prepared(sql.stateMany), completeMany: prepared(sql.completeMany),
     };
   }
 
@@ -169,7 +151,7 @@ export class PostgresEffects implements EffectStore {
       else seen.push(a);
     }
     if (seen.length > 0) {
-      const effects = new Map((await this.db.run('reserveEffects', this.hot.stateMany, [seen.map((a) => a.p.key)])).map((e) => [e.effect_key as string, e]));
+      const effects = new Map((await this.db.run('reserveEffects', this.hot.stateMany, [seen.map((a) => a.p.key)])).map((e) => [e.key as string, e]));
       for (const a of seen) {
         const e = effects.get(a.p.key);
         if (e?.state === 'done') out[a.i] = { state: 'done', result: e.result ?? null };
@@ -193,7 +175,7 @@ export class PostgresEffects implements EffectStore {
     const valid = ps.filter((x) => validId(x.jobId) !== null);
     if (valid.length === 0) return ps.map(() => false);
     const params = [valid.map((x) => x.key), valid.map((x) => validId(x.jobId)), valid.map((x) => x.leaseToken), valid.map((x) => jsonParam(x.result))];
-    const done = new Set((await this.db.run('completeEffects', this.hot.completeMany, params)).map((r) => r.done_key as string));
+    const done = new Set((await this.db.run('completeEffects', this.hot.completeMany, params)).map((r) => r.key as string));
     return ps.map((x) => validId(x.jobId) !== null && done.has(x.key));
   }
 

@@ -29,6 +29,8 @@ export function leasesSql(s: string) {
      * $1 worker id, $2 types, $3 queues (null = all), $4 limit, $5 lease ms, $6 the claim's token
      * base. `picked` is the in-order scan of jobs_due_idx that stops after $4 rows. The update
      * takes the picked ids as an array, not as a join, so no plan joins them to the whole table.
+     * It runs as the body of the claim_jobs function (migrations.ts says why): a change here
+     * needs a migration that replaces the function.
      */
     claim: `-- leasehold claim: lease up to $4 due jobs in claim order, skipping rows other claimers hold; each token is the base $6 and the id
 WITH picked AS (
@@ -47,6 +49,10 @@ WITH picked AS (
   RETURNING ${claimColumns('j')}
 )
 SELECT ${claimColumns('claimed')} FROM claimed ORDER BY priority, run_at, id`,
+
+    /** The claim through its function (the baseline migration makes `claim` its body): the parameters of `claim`. */
+    claimCall: `-- leasehold claim: lease up to $4 due jobs in claim order (the claim_jobs function)
+SELECT ${CLAIM_COLUMNS.join(', ')} FROM ${s}.claim_jobs($1::text, $2::text[], $3::text[], $4::int, $5::float8, $6::text)`,
 
     /**
      * $1 ids, $2 tokens, $3 lease ms. Returns the input positions (1-based) of the leases it
@@ -81,15 +87,19 @@ SELECT id::text AS id, status FROM ${s}.jobs WHERE id = ANY($1::bigint[])`,
      * is checked on the values `locked` read under the row lock (the latest committed version).
      */
     finish: `-- leasehold finish: land each fenced outcome (id + token + running, expired if asked), write its attempt row, notify if a job is due again
-WITH locked AS (
-  SELECT j.id, j.lease_token, j.status AS was, j.locked_until, j.locked_by, j.attempts, j.started_at, i.*
+WITH items AS (
+  -- a job named twice is finished by its first item; the later ones find it no longer running
+  SELECT DISTINCT ON (item_id) *
   FROM unnest($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::bool[], $6::bool[],
               $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
               $13::float8[], $14::bool[])
        WITH ORDINALITY AS i(item_id, token, status, run_after_ms, uncount, has_error, error_code,
                             error_message, att_outcome, att_error_code, att_error_message,
                             att_error_stack, att_retry_delay_ms, only_if_expired, ord)
-  JOIN ${s}.jobs j ON j.id = i.item_id
+  ORDER BY item_id, ord
+), locked AS (
+  SELECT j.id, j.lease_token, j.status AS was, j.locked_until, j.locked_by, j.attempts, j.started_at, i.*
+  FROM items i JOIN ${s}.jobs j ON j.id = i.item_id
   ORDER BY j.id FOR UPDATE OF j
 ), upd AS (
   UPDATE ${s}.jobs j
@@ -124,17 +134,6 @@ SELECT id, type, lease_token, locked_by, attempts, max_attempts FROM ${s}.jobs
 WHERE status = 'running' AND locked_until < ${NOW} AND ($2::text[] IS NULL OR type = ANY($2::text[]))
 ORDER BY locked_until, id
 LIMIT $1::int`,
-
-    claimCall: `-- leasehold claim: lease up to $4 due jobs in claim order (the claim_jobs function)
-SELECT ${CLAIM_COLUMNS.join(', ')} FROM ${s}.claim_jobs($1::text, $2::text[], $3::text[], $4::int, $5::float8, $6::text)`,
-
-    heartbeatCall: `-- leasehold heartbeat: extend the leases still held; their positions (the heartbeat_jobs function)
-SELECT ord FROM ${s}.heartbeat_jobs($1::bigint[], $2::text[], $3::float8)`,
-
-    finishCall: `-- leasehold finish: land each fenced outcome and write its attempt row; the positions that landed (the finish_jobs function)
-SELECT ord FROM ${s}.finish_jobs($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::bool[],
-  $6::bool[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::float8[], $14::bool[],
-  $15::text, $16::text)`,
   };
 }
 
@@ -164,7 +163,7 @@ export class PostgresLeases implements LeaseStore {
   constructor(private readonly db: Db) {
     const sql = leasesSql(db.q);
     this.sql = sql;
-    this.hot = { claim: prepared(sql.claimCall, 'array'), heartbeat: prepared(sql.heartbeatCall), finish: prepared(sql.finishCall) };
+    this.hot = { claim: prepared(sql.claimCall, 'array'), heartbeat: prepared(sql.heartbeat), finish: prepared(sql.finish) };
   }
 
   async claim(p: ClaimParams): Promise<ClaimedJob[]> {

@@ -7,7 +7,15 @@
 import { LeaseholdError, SchemaTooNewError } from '../../core/errors.js';
 import type { MigrateResult } from '../../core/storage.js';
 import type { Db } from './db.js';
-import { hotPathFunctions } from './postgres-functions.js';
+import { CLAIM_COLUMNS, leasesSql } from './leases.js';
+
+/** The SQL types of the claim's columns, for the function's result. */
+const CLAIM_TYPES: Record<(typeof CLAIM_COLUMNS)[number], string> = {
+  id: 'bigint', queue: 'text', type: 'text', payload: 'json', priority: 'integer', run_at: 'timestamptz', attempts: 'integer',
+  max_attempts: 'integer', idempotency_key: 'text', locked_until: 'timestamptz', started_at: 'timestamptz', finished_at: 'timestamptz',
+  last_error_code: 'text', last_error: 'text', timeout_ms: 'bigint', max_runtime_ms: 'bigint', created_at: 'timestamptz',
+  schedule_name: 'text', slot_at: 'timestamptz',
+};
 
 export interface Migration {
   version: number;
@@ -142,7 +150,22 @@ CREATE TABLE ${s}.locks (
   slots        integer,
   PRIMARY KEY (name, slot)
 );
-${hotPathFunctions(s)}`,
+
+-- claim_jobs: the claim (leases.ts), planned with index scans only: without planner statistics
+-- (a fresh or bulk-loaded table autovacuum has not analyzed yet) a plain statement sorts every
+-- due row per claim instead of reading jobs_due_idx in order and stopping after lim rows
+CREATE FUNCTION ${s}.claim_jobs(worker text, types text[], queues text[], lim integer, lease_ms float8, token_base text)
+RETURNS TABLE (${CLAIM_COLUMNS.map((c) => `${c} ${CLAIM_TYPES[c]}`).join(', ')})
+LANGUAGE plpgsql VOLATILE
+SET enable_seqscan = off SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+${leasesSql(s).claim};
+END
+$fn$;
+`,
   },
 ];
 
