@@ -16,10 +16,10 @@ import { alikeButPayload, insertedJobRow } from '../row-mapping.js';
 import { prepared, txClient, type Db, type Queryable } from './db.js';
 import { JOB_COLUMNS, NOW, durationSince, jobColumns, jsonParam, ms, toJobRow, validId } from './sql.js';
 
-function jobsSql(s: string) {
+export function jobsSql(s: string) {
   return {
     /** $1 queue, $2 type, $3 payload json, $4 priority, $5 run_at (null: use $6), $6 run_after_ms, $7 max_attempts, $8 timeout_ms, $9 max_runtime_ms, $10 $11 notify */
-    insertOne: prepared(`-- leasehold insert (one job, no idempotency key): add a queued job, notify if it is due now
+    insertOne: `-- leasehold insert (one job, no idempotency key): add a queued job, notify if it is due now
 WITH ins AS (
   INSERT INTO ${s}.jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts,
                          timeout_ms, max_runtime_ms, created_at, updated_at)
@@ -27,14 +27,14 @@ WITH ins AS (
           $7::int, $8::bigint, $9::bigint, ${NOW}, ${NOW})
   RETURNING id, run_at, created_at
 )
-SELECT id, run_at, created_at, CASE WHEN run_at <= ${NOW} THEN pg_notify($10, $11) END AS notified FROM ins`),
+SELECT id, run_at, created_at, CASE WHEN run_at <= ${NOW} THEN pg_notify($10, $11) END AS notified FROM ins`,
 
     /**
      * The parameters of insertOne, $3 the payloads as one JSON array text. One row back: the ids
      * in array order as one comma-separated text (a split is cheaper than the driver's int8[]
      * parser), and the run_at and created_at all the rows share.
      */
-    insertRun: prepared(`-- leasehold insert (a run of alike jobs): add queued jobs that differ only in payload, notify if they are due now
+    insertRun: `-- leasehold insert (a run of alike jobs): add queued jobs that differ only in payload, notify if they are due now
 WITH ins AS (
   INSERT INTO ${s}.jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts,
                          timeout_ms, max_runtime_ms, created_at, updated_at)
@@ -48,10 +48,10 @@ WITH ins AS (
 )
 SELECT string_agg(id::text, ',' ORDER BY id) AS ids, min(run_at) AS run_at, min(created_at) AS created_at,
        (SELECT count(*) FROM woke) AS notified
-FROM ins`),
+FROM ins`,
 
     /** insertOne's parameters, each an array (one item per job); ids are drawn in input order, so sorting by id restores it. */
-    insertPlain: prepared(`-- leasehold insert (no idempotency keys): add a batch of queued jobs, notify if any is due now
+    insertPlain: `-- leasehold insert (no idempotency keys): add a batch of queued jobs, notify if any is due now
 WITH ins AS (
   INSERT INTO ${s}.jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts,
                          timeout_ms, max_runtime_ms, created_at, updated_at)
@@ -66,7 +66,7 @@ WITH ins AS (
 ), woke AS (
   SELECT pg_notify($10, $11) FROM (SELECT 1 FROM ins WHERE ins.run_at <= ${NOW} LIMIT 1) AS due
 )
-SELECT id, run_at, created_at, (SELECT count(*) FROM woke) AS notified FROM ins ORDER BY id`),
+SELECT id, run_at, created_at, (SELECT count(*) FROM woke) AS notified FROM ins ORDER BY id`,
 
     /** insertPlain's parameters with $8 the idempotency keys (the rest one later). One row per item in input order; `id` null where a duplicate key skipped it. */
     insertKeyed: `-- leasehold insert: add a batch of queued jobs (duplicate idempotency keys skipped), notify if any is due now
@@ -174,9 +174,13 @@ const scalars = (j: NewJob): unknown[] => [j.priority, j.runAt ?? null, j.runAft
 
 export class PostgresJobs implements JobStore {
   private readonly sql: ReturnType<typeof jobsSql>;
+  /** the enqueues without idempotency keys, prepared */
+  private readonly hot;
 
   constructor(private readonly db: Db) {
-    this.sql = jobsSql(db.q);
+    const sql = jobsSql(db.q);
+    this.sql = sql;
+    this.hot = { insertOne: prepared(sql.insertOne), insertRun: prepared(sql.insertRun), insertPlain: prepared(sql.insertPlain) };
   }
 
   async insert(p: { jobs: readonly NewJob[]; tx?: unknown }): Promise<InsertResult[]> {
@@ -187,13 +191,13 @@ export class PostgresJobs implements JobStore {
     const payloads = jobs.map((j) => jsonParam(j.payload));
     const first = jobs[0] as NewJob;
     if (jobs.length === 1) {
-      const [r] = await this.db.run('insertJobs', this.sql.insertOne, [first.queue, first.type, payloads[0], ...scalars(first), ...this.db.notify], on);
+      const [r] = await this.db.run('insertJobs', this.hot.insertOne, [first.queue, first.type, payloads[0], ...scalars(first), ...this.db.notify], on);
       if (!r) throw new Error('postgres insertJobs: no row back for one job');
       return [inserted(first, payloads[0] as string, String(r.id), r.run_at as Date, r.created_at as Date)];
     }
     if (jobs.every((j) => alikeButPayload(first, j))) {
       // each payload text is JSON already: joined, they are a JSON array
-      const [r] = await this.db.run('insertJobs', this.sql.insertRun, [first.queue, first.type, `[${payloads.join(',')}]`, ...scalars(first), ...this.db.notify], on);
+      const [r] = await this.db.run('insertJobs', this.hot.insertRun, [first.queue, first.type, `[${payloads.join(',')}]`, ...scalars(first), ...this.db.notify], on);
       const ids = typeof r?.ids === 'string' ? r.ids.split(',') : [];
       if (ids.length !== jobs.length) throw new Error(`postgres insertJobs: ${ids.length} ids back for ${jobs.length} jobs`);
       const runAt = r?.run_at as Date;
@@ -202,7 +206,7 @@ export class PostgresJobs implements JobStore {
       return jobs.map((x, i) => inserted(x, payloads[i] as string, ids[i] as string, new Date(runAt.getTime()), new Date(createdAt.getTime())));
     }
     const columns = [0, 1, 2, 3, 4, 5].map((k) => jobs.map((j) => scalars(j)[k]));
-    const rows = await this.db.run('insertJobs', this.sql.insertPlain, [jobs.map((j) => j.queue), jobs.map((j) => j.type), payloads, ...columns, ...this.db.notify], on);
+    const rows = await this.db.run('insertJobs', this.hot.insertPlain, [jobs.map((j) => j.queue), jobs.map((j) => j.type), payloads, ...columns, ...this.db.notify], on);
     if (rows.length !== jobs.length) throw new Error(`postgres insertJobs: ${rows.length} rows back for ${jobs.length} jobs`);
     return rows.map((r, i) => inserted(jobs[i] as NewJob, payloads[i] as string, String(r.id), r.run_at as Date, r.created_at as Date));
   }
