@@ -12,7 +12,7 @@ const [db = 'postgres', nArg = '2000', cArg = '10'] = process.argv.slice(2);
 const n = Number(nArg);
 const concurrency = Number(cArg);
 const { storage, cleanup } = await seededStorage(db, n);
-type Claimed = Awaited<ReturnType<typeof storage.claimJobs>>[number];
+type Claimed = Awaited<ReturnType<typeof storage.leases.claim>>[number];
 const claimed: Claimed[] = [];
 while (claimed.length < n) {
   const batch = await storage.leases.claim({ workerId: 'effect-ledger', types: ['noop'], queues: null, limit: Math.min(500, n - claimed.length), leaseMs: 600_000 });

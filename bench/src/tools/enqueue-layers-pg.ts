@@ -5,7 +5,7 @@
  * dedicated connection's query of it. Each layer's extra time is what it adds.
  */
 import pg from 'pg';
-import { insertSql } from '../../../src/storage/postgres/postgres-sql-insert.ts';
+import { jobsSql } from '../../../src/storage/postgres/jobs.ts';
 import { PG_URL } from '../common.ts';
 
 const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../dist/index.js')) as typeof import('../../../src/index.ts');
@@ -14,7 +14,7 @@ const schema = 'bench_enqueue_layers';
 const storage = await lh.openStorage(`${PG_URL}?schema=${schema}`);
 await storage.migrate();
 const client = new lh.Client({ storage });
-const sql = insertSql(`"${schema}"`);
+const sql = jobsSql(`"${schema}"`);
 const pool = new pg.Pool({ connectionString: PG_URL, max: 10 });
 const c = new pg.Client({ connectionString: PG_URL });
 await c.connect();

@@ -6,7 +6,7 @@
 import pg from 'pg';
 // @ts-expect-error: node-postgres' value formatter has no type declarations
 import { prepareValue } from 'pg/lib/utils.js';
-import { jobsSql } from '../../../src/storage/postgres/postgres-sql-jobs.ts';
+import { leasesSql } from '../../../src/storage/postgres/leases.ts';
 import { PG_URL } from '../common.ts';
 import { findSystem } from '../systems/index.ts';
 
@@ -20,7 +20,7 @@ else {
   for (let i = 0; i < items.length; i += 1000) await p.enqueueBulk(items.slice(i, i + 1000));
   await p.close();
 }
-const sql = jobsSql('"bench_leasehold"');
+const sql = leasesSql('"bench_leasehold"');
 const c = new pg.Client({ connectionString: PG_URL });
 await c.connect();
 const explain = async (label: string, text: string, params: unknown[]) => {
@@ -41,25 +41,16 @@ const explain = async (label: string, text: string, params: unknown[]) => {
   console.log(`---- ${label}\n${rows.map((r) => r['QUERY PLAN']).join('\n')}`);
 };
 const limit = Number(limitArg);
-await explain(`claim (limit ${limit})`, sql.claim, ['w1', ['noop'], null, limit, 30000]);
+await explain(`claim (limit ${limit})`, sql.claim, ['w1', ['noop'], null, limit, 30000, 'explain']);
 // a real claim to get leases to finish
-const claimed = (await c.query(sql.claim, ['w1', ['noop'], null, limit, 30000])).rows;
+const claimed = (await c.query(sql.claim, ['w1', ['noop'], null, limit, 30000, 'explain'])).rows;
 const ids = claimed.map((r) => r.id);
 const k = ids.length;
 const arr = <T>(v: T) => Array.from({ length: k }, () => v);
 await explain(`finish (${k} jobs)`, sql.finish, [
-  ids, claimed.map((r) => r.lease_token), arr('succeeded'), arr(null), arr(false), arr(false), arr(null), arr(null),
+  ids, ids.map((id) => `explain.${id}`), arr('succeeded'), arr(null), arr(false), arr(false), arr(null), arr(null),
   arr('succeeded'), arr(null), arr(null), arr(null), arr(null), arr(false), 'leasehold_bench_none', 'x',
 ]);
-if (process.env.EXPLAIN_SUCCEEDED) {
-  // the success-only finishes, current and candidate, on fresh leases of their own
-  for (const name of ['finishSucceeded', 'finishSucceededUnlocked'] as const) {
-    const text = (sql as Record<string, string>)[name];
-    if (!text) continue;
-    const got = (await c.query(sql.claim, ['w1', ['noop'], null, limit, 30000])).rows;
-    await explain(`${name} (${got.length} jobs)`, text, [got.map((r) => r.id), got.map((r) => r.lease_token)]);
-  }
-}
 await c.end();
 await sys.cleanup();
 process.exit(0);
