@@ -23,6 +23,10 @@ export const CLAIM_COLUMNS = [
 
 const claimColumns = (alias: string): string => CLAIM_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
 
+const CLAIM_TIMES: ReadonlySet<string> = new Set(['run_at', 'locked_until', 'started_at', 'finished_at', 'created_at', 'slot_at']);
+/** The claim's columns as the worker reads them: times as epoch milliseconds, since parsing timestamptz text is most of a claim row's client-side cost. */
+const claimOutput = CLAIM_COLUMNS.map((c) => (CLAIM_TIMES.has(c) ? `round(extract(epoch FROM ${c}) * 1000)::float8 AS ${c}` : c)).join(', ');
+
 export function leasesSql(s: string) {
   return {
     /**
@@ -52,7 +56,7 @@ SELECT ${claimColumns('claimed')} FROM claimed ORDER BY priority, run_at, id`,
 
     /** The claim through its function (the baseline migration makes `claim` its body): the parameters of `claim`. */
     claimCall: `-- leasehold claim: lease up to $4 due jobs in claim order (the claim_jobs function)
-SELECT ${CLAIM_COLUMNS.join(', ')} FROM ${s}.claim_jobs($1::text, $2::text[], $3::text[], $4::int, $5::float8, $6::text)`,
+SELECT ${claimOutput} FROM ${s}.claim_jobs($1::text, $2::text[], $3::text[], $4::int, $5::float8, $6::text)`,
 
     /**
      * $1 ids, $2 tokens, $3 lease ms. Returns the input positions (1-based) of the leases it

@@ -59,8 +59,10 @@ export function jsonParam(v: unknown): string {
   return JSON.stringify(v) ?? 'null';
 }
 
+/** A time as pg parsed it, or as epoch milliseconds where a statement sends it so. */
 export function date(v: unknown): Date {
-  return v instanceof Date ? v : new Date(String(v));
+  if (v instanceof Date) return v;
+  return typeof v === 'number' ? new Date(v) : new Date(String(v));
 }
 
 export function dateOrNull(v: unknown): Date | null {
