@@ -8,7 +8,8 @@
  * batch are alive). Reading `ctx.heartbeat` (or destructuring it) gives a function bound to
  * this attempt, as before.
  */
-import { LeaseLostError, LeaseholdError, NotSupportedError, type RetryPolicy, retrying, validateEffectKey } from '../core/index.js';
+import { retrying } from '../core/backoff.js';
+import { LeaseLostError, LeaseholdError, NotSupportedError, type RetryPolicy, validateEffectKey } from '../core/index.js';
 import type { ClaimedJob, EffectRecord, Storage } from '../core/storage.js';
 import type { Logger } from './env.js';
 import type { EffectBatcher } from './effect-batcher.js';

@@ -3,7 +3,8 @@
  * between claims, and the backoff while claims fail (logged once when they start failing and
  * once when they work again). The loop itself is Worker#claimLoop in worker.ts.
  */
-import { Backoff, type RetryPolicy, bufferTarget, claimLimit } from '../core/index.js';
+import { Backoff } from '../core/backoff.js';
+import { type RetryPolicy, bufferTarget, claimLimit } from '../core/index.js';
 import type { Logger } from './env.js';
 
 /** Claims pause while this many finished jobs wait for their outcome to be written. */

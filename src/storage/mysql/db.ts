@@ -93,7 +93,7 @@ export function isDuplicate(e: unknown): boolean {
 }
 
 /** Lock and connection errors become `TransientStorageError`; anything else is returned as it is. */
-export function toStorageError(e: unknown, what: string): unknown {
+function toStorageError(e: unknown, what: string): unknown {
   const kind = classifyMysqlError(e);
   if (kind === 'other') return e;
   const why = kind === 'lock' ? 'lock conflict' : 'connection lost';
@@ -101,7 +101,7 @@ export function toStorageError(e: unknown, what: string): unknown {
 }
 
 /** Thrown inside `withRetry` bodies to say "this one may have committed": never retried. */
-export class Unretryable extends Error {
+class Unretryable extends Error {
   constructor(readonly inner: unknown) {
     super('not retryable');
   }

@@ -63,6 +63,7 @@ export class SqliteEffects implements EffectStore {
   }
 
   async list(p: { jobId?: string; limit: number }): Promise<EffectRow[]> {
+    if (p.limit <= 0) return [];
     const db = this.db;
     if (p.jobId === undefined) return db.read(() => db.stmt(EFFECT_SQL.listAll).all({ limit: p.limit }) as SqlEffect[]).map(toEffectRow);
     const jobId = toSqlId(p.jobId);

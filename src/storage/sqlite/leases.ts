@@ -172,6 +172,7 @@ export class SqliteLeases implements LeaseStore {
 
   async findExpired(p: ExpiredLeaseQuery): Promise<ExpiredLease[]> {
     const types = p.types === undefined ? null : JSON.stringify(p.types);
+    if (p.limit <= 0) return [];
     const rows = this.db.read(() => this.db.stmt(LEASE_SQL.expired).all({ now: this.db.now(), limit: p.limit, types }) as SqlExpired[]);
     return rows.map(toExpiredLease);
   }
