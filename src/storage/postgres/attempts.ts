@@ -11,6 +11,7 @@ function attemptsSql(s: string) {
   return {
     /** $1 job id */
     list: `-- leasehold attempts.list: a job's attempt history, oldest first (ids compared as numbers), then the attempt running now (held in the job row)
+SELECT * FROM (
 SELECT id::text AS id, job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome,
        error_code, error_message, error_stack, retry_delay_ms, 0 AS running
 FROM ${s}.job_attempts WHERE job_id = $1::bigint
@@ -19,6 +20,7 @@ SELECT 'running:' || j.id, j.id, j.attempts, j.locked_by, j.lease_token, j.start
        NULL, NULL, NULL, NULL, 1
 FROM ${s}.jobs j
 WHERE j.id = $1::bigint AND j.status = 'running'
+) AS history
 ORDER BY running, attempt, length(id), id`,
   };
 }
