@@ -163,6 +163,11 @@ export function finishTests(h: ConformanceHarness): void {
       assert.equal((await mustGet(s, b.id)).status, 'running');
       assert.equal((await mustGet(s, c.id)).status, 'succeeded');
       assert.deepEqual(await s.leases.finish({ items: [] }), []);
+      // a job named first with a stale token, then with its lease: the second lands
+      const d = await insertAndClaim(s);
+      const stale = await s.leases.finish({ items: [finishOf(d, { leaseToken: WRONG_TOKEN }), finishOf(d)] });
+      assert.deepEqual(stale, [{ id: d.id, applied: false }, { id: d.id, applied: true }]);
+      assert.equal((await mustGet(s, d.id)).status, 'succeeded');
     });
 
     it('only the attempt row of this lease is closed', async () => {

@@ -92,19 +92,22 @@ SELECT id::text AS id, status FROM ${s}.jobs WHERE id = ANY($1::bigint[])`,
      */
     finish: `-- leasehold finish: land each fenced outcome (id + token + running, expired if asked), write its attempt row, notify if a job is due again
 WITH items AS (
-  -- a job named twice is finished by its first item; the later ones find it no longer running
-  SELECT DISTINCT ON (item_id) *
+  SELECT *
   FROM unnest($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::bool[], $6::bool[],
               $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
               $13::float8[], $14::bool[])
        WITH ORDINALITY AS i(item_id, token, status, run_after_ms, uncount, has_error, error_code,
                             error_message, att_outcome, att_error_code, att_error_message,
                             att_error_stack, att_retry_delay_ms, only_if_expired, ord)
-  ORDER BY item_id, ord
 ), locked AS (
   SELECT j.id, j.lease_token, j.status AS was, j.locked_until, j.locked_by, j.attempts, j.started_at, i.*
   FROM items i JOIN ${s}.jobs j ON j.id = i.item_id
   ORDER BY j.id FOR UPDATE OF j
+), fenced AS (
+  -- a job named twice lands by the first item that holds its lease; the later ones find it no longer running
+  SELECT DISTINCT ON (id) * FROM locked
+  WHERE lease_token = token AND was = 'running' AND (NOT coalesce(only_if_expired, false) OR locked_until < ${NOW})
+  ORDER BY id, ord
 ), upd AS (
   UPDATE ${s}.jobs j
   SET status = l.status,
@@ -115,9 +118,8 @@ WITH items AS (
       locked_by = NULL, lease_token = NULL, locked_until = NULL,
       finished_at = CASE WHEN l.status IN ('succeeded','dead','cancelled') THEN ${NOW} END,
       updated_at = ${NOW}
-  FROM locked l
-  WHERE j.id = l.id AND l.lease_token = l.token AND l.was = 'running'
-    AND (NOT coalesce(l.only_if_expired, false) OR l.locked_until < ${NOW})
+  FROM fenced l
+  WHERE j.id = l.id
   RETURNING l.ord, j.id, j.status, j.run_at, l.attempts, l.locked_by, l.lease_token, l.started_at,
             l.att_outcome, l.att_error_code, l.att_error_message, l.att_error_stack, l.att_retry_delay_ms
 ), closed AS (
