@@ -85,9 +85,13 @@ function historyProblems(job: JobRow, attempts: AttemptRow[]): { overlap: string
 /**
  * Is this extra run of `fn` in the documented window? Its attempt's record never landed: the
  * attempt was rescued (lease_expired), and between `fn`'s start and that rescue its process was
- * SIGKILLed or stopped, or the server was restarted (cut off until the lease lapsed). Resolves
+ * SIGKILLed or stopped (or stopped just before fn's first line and resumed into it), or the
+ * server was restarted (cut off until the lease lapsed). Resolves
  * to what happened and how long after `fn` started, or null.
  */
+/** fn's first line runs this soon after SIGCONT when the process was stopped inside once's last synchronous step. */
+const RESUMED_INTO_FN_MS = 10;
+
 function inWindow(e: LedgerEntry, attempt: AttemptRow | undefined, events: ChaosEvent[], pidOf: Map<string, number>): { cause: string; gap: number } | null {
   if (!attempt || attempt.outcome !== 'lease_expired' || !attempt.finishedAt || pidOf.get(attempt.workerId) !== e.pid) return null;
   const rescuedAt = attempt.finishedAt.getTime();
@@ -96,6 +100,10 @@ function inWindow(e: LedgerEntry, attempt: AttemptRow | undefined, events: Chaos
     if (ev.kind === 'kill' && ev.pid === e.pid && between(ev.at)) return { cause: 'SIGKILLed', gap: ev.at - e.at };
     const stop = ev.kind === 'zombie' && ev.pid === e.pid ? ev.stops.find((x) => between(x.at)) : undefined;
     if (stop) return { cause: 'stopped', gap: stop.at - e.at };
+    // stopped during the attempt and resumed straight into fn: the stop fell between once's
+    // lease check and fn's first line, one synchronous step, so fn had started under the lease
+    const resumed = ev.kind === 'zombie' && ev.pid === e.pid ? ev.stops.find((x) => x.at >= attempt.startedAt.getTime() && x.at <= rescuedAt && e.at >= x.contAt && e.at - x.contAt <= RESUMED_INTO_FN_MS) : undefined;
+    if (resumed) return { cause: 'stopped at the door of fn (between its lease check and its first line) and resumed', gap: 0 };
     if (ev.kind === 'restart' && between(ev.at)) return { cause: 'cut off by the server restart', gap: ev.at - e.at };
   }
   return null;
