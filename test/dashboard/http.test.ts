@@ -7,17 +7,12 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { Storage } from '../../src/core/storage.js';
 import { createDashboard, serveDashboard } from '../../src/dashboard/index.js';
-import { memoryStorage } from '../../src/storage/memory/index.js';
 import type { Seeded } from './support.js';
-import { Jar, TOKEN, XSS, csrfOf, get, post, seed } from './support.js';
+import { Jar, TOKEN, XSS, csrfOf, get, post, seededMemory } from './support.js';
 
 let storage: Storage;
 let s: Seeded;
-beforeEach(async () => {
-  storage = memoryStorage();
-  await storage.migrate();
-  s = await seed(storage);
-});
+beforeEach(async () => ({ storage, s } = await seededMemory()));
 afterEach(() => storage.close());
 
 const statusOf = async (id: string) => (await s.client.getJob(id)).status;

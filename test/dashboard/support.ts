@@ -6,6 +6,7 @@
 import type { Storage } from '../../src/core/storage.js';
 import type { createDashboard } from '../../src/dashboard/index.js';
 import { Client } from '../../src/runtime/client.js';
+import { memoryStorage } from '../../src/storage/memory/index.js';
 
 export const XSS = '<script>alert(1)</script>';
 
@@ -84,4 +85,11 @@ export async function post(app: App, path: string, fields: Record<string, string
     }),
   );
   return { res, text: await res.text() };
+}
+
+/** A fresh, migrated memory storage with the seeded jobs: each test starts from the same state. */
+export async function seededMemory(): Promise<{ storage: Storage; s: Seeded }> {
+  const storage = memoryStorage();
+  await storage.migrate();
+  return { storage, s: await seed(storage) };
 }
