@@ -36,6 +36,8 @@ export interface JobRow {
   scheduleName?: string;
   /** set on jobs a schedule enqueued: the slot (fire time) this job stands for */
   slotAt?: Date;
+  /** W3C traceparent of the span that enqueued it, so its attempts link to that trace */
+  traceContext?: string;
 }
 
 /** A job as the runtime wants it inserted. Validation happened before this point. */
@@ -53,6 +55,8 @@ export interface NewJob {
   idempotencyKey: string | null;
   timeoutMs: number;
   maxRuntimeMs: number;
+  /** W3C traceparent of the enqueuing span (absent: no recording span) */
+  traceContext?: string | undefined;
 }
 
 export interface InsertResult {
@@ -184,3 +188,10 @@ export interface PruneParams {
   limit: number;
 }
 
+/** Attempts that ended in a window, by their job's type and queue. */
+export interface AttemptOutcomeCount {
+  type: string;
+  queue: string;
+  outcome: AttemptOutcome;
+  count: number;
+}

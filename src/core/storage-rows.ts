@@ -50,3 +50,33 @@ export interface MigrateResult {
   applied: { version: number; name: string }[];
 }
 
+/** Per queue, the numbers an operator alerts on. */
+export interface QueueHealth {
+  queue: string;
+  /** queued or failed with run_at <= now */
+  due: number;
+  running: number;
+  /** now - run_at of the oldest due job, in ms; null when nothing is due */
+  oldestDueAgeMs: number | null;
+}
+
+/** An alert rule's persisted state: one row per rule name. */
+export interface AlertStateRow {
+  rule: string;
+  state: 'ok' | 'firing';
+  /** +1 at each transition, so each notification has a key of its own */
+  episode: number;
+  /** when the current state began */
+  since: Date;
+  /** the measured value that moved it there */
+  value: number | null;
+  updatedAt: Date;
+}
+
+/** Move a rule to `state`, only if its row is still at `episode` (0: no row yet). */
+export interface AlertTransition {
+  rule: string;
+  episode: number;
+  state: 'ok' | 'firing';
+  value: number | null;
+}

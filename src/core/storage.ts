@@ -47,15 +47,20 @@
  *   keys in one write, each item's answer as if it had been asked alone, in input order. An
  *   adapter without them gets one call per effect from the runtime.
  * - Schedules and locks: the exact semantics are in the header of ./schedules.ts.
+ * - queues.health: per queue with due or running jobs; due = status IN ('queued','failed') AND
+ *   run_at <= now. attempts.outcomes: ended attempts (finished_at >= now - sinceMs) joined to
+ *   their job for type and queue (an attempt whose job was pruned is not counted).
+ * - alerts.transition: one guarded write; applies only when the rule's row has `episode` (or,
+ *   for episode 0, no row exists): sets state, value, since = now, episode + 1.
  * - jobs.prune deletes jobs (and their attempts) whose status is listed and whose finished_at is
  *   older than now - olderThanMs, at most `limit`. The effect ledger is never pruned with them.
  *
  * @experimental the contract may change before 1.0 without a major version.
  */
 import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert } from './schedules.js';
-import type { AttemptRow, ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult } from './storage-jobs.js';
+import type { AttemptOutcomeCount, AttemptRow, ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult } from './storage-jobs.js';
 import type { InsertResult, JobCount, JobQuery, JobRow, NewJob, PruneParams } from './storage-jobs.js';
-import type { EffectParams, EffectRecord, EffectReservation, EffectRow, MigrateResult, WorkerInfo, WorkerRow } from './storage-rows.js';
+import type { AlertStateRow, AlertTransition, EffectParams, EffectRecord, EffectReservation, EffectRow, MigrateResult, QueueHealth, WorkerInfo, WorkerRow } from './storage-rows.js';
 
 // the rows, params and results live in ./storage-jobs.ts and ./storage-rows.ts; re-exported
 // here so the contract keeps one import path for adapters, runtime and users
@@ -101,6 +106,8 @@ export interface LeaseStore {
 export interface AttemptStore {
   /** Oldest first; a running attempt included. */
   list(params: { jobId: string }): Promise<AttemptRow[]>;
+  /** Attempts that ended within the last `sinceMs`, counted by job type, queue and outcome. */
+  outcomes(params: { sinceMs: number }): Promise<AttemptOutcomeCount[]>;
 }
 
 /** The effect ledger behind `ctx.once`. */
@@ -163,6 +170,16 @@ export interface WorkerStore {
 export interface QueueStore {
   /** Jobs by queue, type and status. */
   counts(): Promise<JobCount[]>;
+  /** Per queue holding due or running jobs: due, running, age of the oldest due job. */
+  health(): Promise<QueueHealth[]>;
+}
+
+/** Alert rules' state, moved by compare-and-set so one transition notifies once. */
+export interface AlertStore {
+  /** By rule name. */
+  list(): Promise<AlertStateRow[]>;
+  /** The row as moved (episode + 1, since = now), or null when another evaluator moved it first. */
+  transition(params: AlertTransition): Promise<AlertStateRow | null>;
 }
 
 export interface Storage {
@@ -177,6 +194,7 @@ export interface Storage {
   readonly locks: LockStore;
   readonly workers: WorkerStore;
   readonly queues: QueueStore;
+  readonly alerts: AlertStore;
 
   /** Apply pending migrations; safe when several processes call it at once. */
   migrate(): Promise<MigrateResult>;
