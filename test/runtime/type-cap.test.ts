@@ -25,6 +25,9 @@ await describeEachKind('cluster-wide cap per job type', STORAGE_KINDS, (kind) =>
     const log = new LogCapture();
     let running = 0;
     let maxRunning = 0;
+    let started = 0;
+    // the cap is reached whatever the timing: the first job waits for a second to run beside it
+    const second = Promise.withResolvers<void>();
     const spans: { id: string; start: number; end: number }[] = [];
     const report = defineJob({
       type: 'report',
@@ -32,9 +35,12 @@ await describeEachKind('cluster-wide cap per job type', STORAGE_KINDS, (kind) =>
       maxAttempts: 1, // a counted hand-back would leave no attempt to run it: the job would die
       handler: async (_p: unknown, ctx) => {
         running++;
+        started++;
         maxRunning = Math.max(maxRunning, running);
         const start = Date.now();
-        await sleep(60);
+        if (started === 2) second.resolve();
+        if (started === 1) await second.promise;
+        await sleep(20);
         spans.push({ id: ctx.job.id, start, end: Date.now() });
         running--;
       },
