@@ -1,5 +1,5 @@
 /** Every attempt's history row, kept in memory as its own row from claim to finish. */
-import type { AttemptRow, AttemptStore } from '../../core/storage.js';
+import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
 import { attemptOut, type MemoryDb } from './db.js';
 
 export class MemoryAttempts implements AttemptStore {
@@ -12,5 +12,21 @@ export class MemoryAttempts implements AttemptStore {
       .filter((a) => a.jobId === p.jobId)
       .sort((a, b) => a.seq - b.seq)
       .map(attemptOut);
+  }
+
+  /** Ended attempts with finished_at >= now - sinceMs, counted by their job's type and queue. */
+  async outcomes(p: { sinceMs: number }): Promise<AttemptOutcomeCount[]> {
+    const cutoff = this.db.now().getTime() - p.sinceMs;
+    const groups = new Map<string, AttemptOutcomeCount>();
+    for (const a of this.db.attempts.values()) {
+      if (a.outcome === 'running' || a.finishedAt === null || a.finishedAt.getTime() < cutoff) continue;
+      const j = this.db.jobs.get(a.jobId);
+      if (!j) continue;
+      const k = JSON.stringify([j.type, j.queue, a.outcome]);
+      let g = groups.get(k);
+      if (!g) groups.set(k, (g = { type: j.type, queue: j.queue, outcome: a.outcome, count: 0 }));
+      g.count++;
+    }
+    return [...groups.values()];
   }
 }

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { LeaseholdError } from '../../core/errors.js';
 import type { LockRow, ScheduleRow } from '../../core/schedules.js';
-import type { AttemptRow, EffectRow, FinishParams, JobRow, WorkerRow } from '../../core/storage.js';
+import type { AlertStateRow, AttemptRow, EffectRow, FinishParams, JobRow, WorkerRow } from '../../core/storage.js';
 
 /** A job as stored: the payload kept as JSON text. */
 export interface StoredJob extends Omit<JobRow, 'payload'> {
@@ -19,7 +19,7 @@ export interface StoredJob extends Omit<JobRow, 'payload'> {
 
 /** What a new job row is made of; everything else starts empty. */
 export type NewJobRow = Pick<StoredJob, 'queue' | 'type' | 'payloadJson' | 'priority' | 'runAt' | 'maxAttempts' | 'idempotencyKey' | 'timeoutMs' | 'maxRuntimeMs'> &
-  Partial<Pick<StoredJob, 'scheduleName' | 'slotAt'>>;
+  Partial<Pick<StoredJob, 'scheduleName' | 'slotAt' | 'traceContext'>>;
 
 export interface StoredAttempt extends AttemptRow {
   seq: number;
@@ -55,6 +55,8 @@ export class MemoryDb {
   readonly lockFences = new Map<string, number>();
   /** the slot count each lock name was last granted with */
   readonly lockSlots = new Map<string, number>();
+  /** rule → its alert state */
+  readonly alerts = new Map<string, AlertStateRow>();
   private nextJob = 1;
   private nextAttempt = 1;
   private nextEffect = 1;
@@ -162,6 +164,7 @@ export function jobOut(j: StoredJob): JobRow {
     createdAt: copyDate(j.createdAt),
     updatedAt: copyDate(j.updatedAt),
     ...(j.scheduleName !== undefined && j.slotAt !== undefined ? { scheduleName: j.scheduleName, slotAt: copyDate(j.slotAt) } : {}),
+    ...(j.traceContext !== undefined ? { traceContext: j.traceContext } : {}),
   };
 }
 
@@ -192,6 +195,10 @@ export function effectOut(e: StoredEffect): EffectRow {
     createdAt: copyDate(e.createdAt),
     doneAt: copyDateOrNull(e.doneAt),
   };
+}
+
+export function alertOut(a: AlertStateRow): AlertStateRow {
+  return { rule: a.rule, state: a.state, episode: a.episode, since: copyDate(a.since), value: a.value, updatedAt: copyDate(a.updatedAt) };
 }
 
 export function workerOut(w: WorkerRow): WorkerRow {

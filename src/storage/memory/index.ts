@@ -4,6 +4,7 @@
  * injected clock, and rows handed out are always copies.
  */
 import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
+import { MemoryAlerts } from './alerts.js';
 import { MemoryAttempts } from './attempts.js';
 import { MemoryDb } from './db.js';
 import { MemoryEffects } from './effects.js';
@@ -34,6 +35,7 @@ export class MemoryStorage implements Storage {
   readonly locks: MemoryLocks;
   readonly workers: MemoryWorkers;
   readonly queues: MemoryQueues;
+  readonly alerts: MemoryAlerts;
 
   private readonly db: MemoryDb;
   private version = 0;
@@ -48,6 +50,7 @@ export class MemoryStorage implements Storage {
     this.locks = new MemoryLocks(db);
     this.workers = new MemoryWorkers(db);
     this.queues = new MemoryQueues(db);
+    this.alerts = new MemoryAlerts(db);
   }
 
   async migrate(): Promise<MigrateResult> {

@@ -34,6 +34,7 @@ export class MemoryJobs implements JobStore {
           idempotencyKey: j.idempotencyKey,
           timeoutMs: j.timeoutMs,
           maxRuntimeMs: j.maxRuntimeMs,
+          ...(j.traceContext !== undefined ? { traceContext: j.traceContext } : {}),
         },
         now,
       );

@@ -1,9 +1,7 @@
-/** What the in-memory queues hold: jobs counted by queue, type and status. */
-import type { JobStatus } from '../../core/status.js';
-import type { JobCount, QueueStore } from '../../core/storage.js';
+/** What the in-memory queues hold: jobs counted by queue, type and status, and each queue's health. */
+import { DUE_STATUSES } from '../../core/status.js';
+import type { JobCount, QueueHealth, QueueStore } from '../../core/storage.js';
 import type { MemoryDb } from './db.js';
-
-const DUE: readonly JobStatus[] = ['queued', 'failed'];
 
 export class MemoryQueues implements QueueStore {
   constructor(private readonly db: MemoryDb) {}
@@ -17,8 +15,26 @@ export class MemoryQueues implements QueueStore {
       let g = groups.get(k);
       if (!g) groups.set(k, (g = { queue: j.queue, type: j.type, status: j.status, count: 0, due: 0 }));
       g.count++;
-      if (DUE.includes(j.status) && j.runAt.getTime() <= nowMs) g.due++;
+      if (DUE_STATUSES.includes(j.status) && j.runAt.getTime() <= nowMs) g.due++;
     }
     return [...groups.values()];
+  }
+
+  /** Per queue with due or running jobs: how many of each, and how long the oldest due one has waited. */
+  async health(): Promise<QueueHealth[]> {
+    const nowMs = this.db.now().getTime();
+    const queues = new Map<string, QueueHealth>();
+    for (const j of this.db.jobs.values()) {
+      const due = DUE_STATUSES.includes(j.status) && j.runAt.getTime() <= nowMs;
+      if (!due && j.status !== 'running') continue;
+      let q = queues.get(j.queue);
+      if (!q) queues.set(j.queue, (q = { queue: j.queue, due: 0, running: 0, oldestDueAgeMs: null }));
+      if (j.status === 'running') q.running++;
+      else {
+        q.due++;
+        q.oldestDueAgeMs = Math.max(q.oldestDueAgeMs ?? 0, nowMs - j.runAt.getTime());
+      }
+    }
+    return [...queues.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
   }
 }
