@@ -46,6 +46,7 @@ export function rowMappers(d: RowDecoders) {
       updatedAt: d.date(r.updated_at),
       // only jobs a schedule enqueued carry their slot
       ...(r.schedule_name != null && r.slot_at != null ? { scheduleName: String(r.schedule_name), slotAt: d.date(r.slot_at) } : {}),
+      ...(r.trace_context != null ? { traceContext: String(r.trace_context) } : {}),
     };
   }
 
@@ -86,18 +87,19 @@ export function insertedJobRow(j: NewJob, db: { id: string; runAt: Date; created
     lastErrorCode: null, lastError: null, timeoutMs: j.timeoutMs, maxRuntimeMs: j.maxRuntimeMs,
     // each Date its own object, as rows read back are
     createdAt: db.createdAt, updatedAt: new Date(db.createdAt.getTime()),
+    ...(j.traceContext !== undefined ? { traceContext: j.traceContext } : {}),
   };
 }
 
 /**
  * Whether two new jobs differ at most in their payload, so that one statement can insert both
- * with the shared values sent once (the adapters' "run of alike jobs"). Idempotency keys are
- * left to the caller: a run is only ever made of jobs without one.
+ * with the shared values (trace context included) sent once (the adapters' "run of alike jobs").
+ * Idempotency keys are left to the caller: a run is only ever made of jobs without one.
  */
 export function alikeButPayload(a: NewJob, b: NewJob): boolean {
   return (
     a.type === b.type && a.queue === b.queue && a.priority === b.priority && a.runAfterMs === b.runAfterMs &&
     (a.runAt?.getTime() ?? null) === (b.runAt?.getTime() ?? null) && a.maxAttempts === b.maxAttempts &&
-    a.timeoutMs === b.timeoutMs && a.maxRuntimeMs === b.maxRuntimeMs
+    a.timeoutMs === b.timeoutMs && a.maxRuntimeMs === b.maxRuntimeMs && a.traceContext === b.traceContext
   );
 }

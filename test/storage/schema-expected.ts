@@ -11,6 +11,7 @@ export const EXPECTED_TABLES: Readonly<Record<string, readonly string[]>> = {
     'id', 'queue', 'type', 'payload', 'status', 'priority', 'run_at', 'attempts', 'max_attempts', 'idempotency_key',
     'locked_by', 'lease_token', 'locked_until', 'heartbeat_at', 'started_at', 'finished_at', 'last_error_code',
     'last_error', 'timeout_ms', 'max_runtime_ms', 'created_at', 'updated_at', 'schedule_name', 'slot_at',
+    'trace_context',
   ],
   job_attempts: [
     'id', 'job_id', 'attempt', 'worker_id', 'lease_token', 'started_at', 'finished_at', 'duration_ms', 'outcome',
@@ -24,6 +25,7 @@ export const EXPECTED_TABLES: Readonly<Record<string, readonly string[]>> = {
     'created_at', 'updated_at',
   ],
   locks: ['name', 'slot', 'owner', 'token', 'fence', 'acquired_at', 'expires_at', 'slots'],
+  alert_states: ['rule', 'state', 'episode', 'since', 'value', 'updated_at'],
   migrations: ['version', 'name', 'applied_at'],
 };
 

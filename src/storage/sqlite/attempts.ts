@@ -4,7 +4,7 @@
  * hand-back or an operator's cancel — inserts its history row, once. `list` reads a running
  * attempt from its job row.
  */
-import type { AttemptRow, AttemptStore } from '../../core/storage.js';
+import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
 import type { SqliteDb } from './db.js';
 import { toAttemptRow, toSqlId } from './sql.js';
 import type { SqlAttempt } from './sql.js';
@@ -28,6 +28,12 @@ export const ATTEMPT_SQL = {
       'running', NULL, NULL, NULL, NULL
     FROM {p}jobs WHERE id = @id AND status = 'running'
     ORDER BY running, id`,
+  // rows are written when an attempt ends, so none is 'running'; the join drops pruned jobs
+  outcomes: `-- leasehold attempts.outcomes: attempts that ended at or after @since, counted by their job's type and queue and by outcome
+    SELECT j.type AS type, j.queue AS queue, a.outcome AS outcome, count(*) AS count
+    FROM {p}job_attempts a JOIN {p}jobs j ON j.id = a.job_id
+    WHERE a.finished_at >= @since AND a.outcome <> 'running'
+    GROUP BY j.type, j.queue, a.outcome ORDER BY j.type, j.queue, a.outcome`,
 } as const;
 
 export class SqliteAttempts implements AttemptStore {
@@ -38,5 +44,10 @@ export class SqliteAttempts implements AttemptStore {
     if (id === null) return [];
     const rows = this.db.read(() => this.db.stmt(ATTEMPT_SQL.list).all({ id }) as SqlAttempt[]);
     return rows.map(toAttemptRow);
+  }
+
+  async outcomes(p: { sinceMs: number }): Promise<AttemptOutcomeCount[]> {
+    const since = this.db.now() - p.sinceMs;
+    return this.db.read(() => this.db.stmt(ATTEMPT_SQL.outcomes).all({ since }) as AttemptOutcomeCount[]);
   }
 }

@@ -7,6 +7,7 @@
  * `await`: `transactionalEnqueue` is false and `{ tx }` is refused with NotSupportedError.
  */
 import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
+import { SqliteAlerts } from './alerts.js';
 import { SqliteAttempts } from './attempts.js';
 import { SqliteDb } from './db.js';
 import { checkDriver } from './driver.js';
@@ -49,6 +50,7 @@ export class SqliteStorage implements Storage {
   readonly locks: SqliteLocks;
   readonly workers: SqliteWorkers;
   readonly queues: SqliteQueues;
+  readonly alerts: SqliteAlerts;
   private readonly db: SqliteDb;
 
   constructor(opts: SqliteStorageOptions) {
@@ -67,6 +69,7 @@ export class SqliteStorage implements Storage {
     this.locks = new SqliteLocks(db);
     this.workers = new SqliteWorkers(db);
     this.queues = new SqliteQueues(db);
+    this.alerts = new SqliteAlerts(db);
   }
 
   async migrate(): Promise<MigrateResult> {

@@ -14,8 +14,8 @@ import type { SqlJob } from './sql.js';
 const JOB_SQL = {
   insertOne: `-- leasehold jobs.insertOne: one job; a duplicate idempotency key inserts nothing (changes = 0)
     INSERT INTO {p}jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts,
-      idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at)
-    VALUES (${NEXT_JOB_ID}, ?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?)
+      idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at, trace_context)
+    VALUES (${NEXT_JOB_ID}, ?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT DO NOTHING`,
   nextJobId: `-- leasehold jobs.nextJobId: the id a run's first job takes, read in the run's write transaction
     SELECT ${NEXT_JOB_ID} AS id`,
@@ -25,8 +25,8 @@ const JOB_SQL = {
   // without a uniqueness probe per row (the caller checks the last one).
   insertRun: `-- leasehold jobs.insertRun: a run of alike jobs without idempotency key, one per payload text of the @payloads JSON array, ids @firstId on in array order
     INSERT INTO {p}jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts,
-      timeout_ms, max_runtime_ms, created_at, updated_at)
-    SELECT CASE WHEN key = 0 THEN @firstId END, @queue, @type, value, 'queued', @priority, @runAt, 0, @maxAttempts, @timeoutMs, @maxRuntimeMs, @now, @now
+      timeout_ms, max_runtime_ms, created_at, updated_at, trace_context)
+    SELECT CASE WHEN key = 0 THEN @firstId END, @queue, @type, value, 'queued', @priority, @runAt, 0, @maxAttempts, @timeoutMs, @maxRuntimeMs, @now, @now, @traceContext
     FROM json_each(@payloads) ORDER BY key`,
   byIdempotencyKey: `-- leasehold jobs.byIdempotencyKey: the existing job holding an idempotency key
     SELECT * FROM {p}jobs WHERE idempotency_key = ?`,
@@ -88,7 +88,8 @@ function alike(a: Prepared, b: Prepared): boolean {
   const y = b.job;
   return (
     a.runAt === b.runAt && x.type === y.type && x.queue === y.queue && x.priority === y.priority &&
-    x.maxAttempts === y.maxAttempts && x.timeoutMs === y.timeoutMs && x.maxRuntimeMs === y.maxRuntimeMs
+    x.maxAttempts === y.maxAttempts && x.timeoutMs === y.timeoutMs && x.maxRuntimeMs === y.maxRuntimeMs &&
+    x.traceContext === y.traceContext
   );
 }
 
@@ -130,7 +131,7 @@ function writeSegment(db: SqliteDb, now: number, seg: Prepared[], out: InsertRes
     const r = db.stmt(JOB_SQL.insertRun).run({
       firstId,
       queue: j.queue, type: j.type, priority: j.priority, runAt: first.runAt, maxAttempts: j.maxAttempts,
-      timeoutMs: j.timeoutMs, maxRuntimeMs: j.maxRuntimeMs, now, payloads: JSON.stringify(seg.map((p) => p.json)),
+      timeoutMs: j.timeoutMs, maxRuntimeMs: j.maxRuntimeMs, now, traceContext: j.traceContext ?? null, payloads: JSON.stringify(seg.map((p) => p.json)),
     });
     if (r.changes !== seg.length || Number(r.lastInsertRowid) !== firstId + seg.length - 1) {
       throw new Error(`sqlite: a run of ${seg.length} ${j.type} jobs from id ${firstId} inserted ${r.changes} rows, the last ${r.lastInsertRowid}`);
@@ -148,6 +149,7 @@ function writeSegment(db: SqliteDb, now: number, seg: Prepared[], out: InsertRes
   }
   const r = db.stmt(JOB_SQL.insertOne).run(
     j.queue, j.type, first.json, j.priority, first.runAt, j.maxAttempts, j.idempotencyKey, j.timeoutMs, j.maxRuntimeMs, now, now,
+    j.traceContext ?? null,
   );
   if (r.changes === 0) throw new Error(`sqlite: insert of a ${j.type} job conflicted but no row holds its key`);
   out.push({ job: insertedRow(Number(r.lastInsertRowid), first, now), created: true });

@@ -35,7 +35,7 @@ function claimSql(byQueue: boolean): string {
       LIMIT @limit)
     RETURNING id, queue, type, payload, priority, run_at, attempts, max_attempts, idempotency_key,
       finished_at, last_error_code, last_error, timeout_ms, max_runtime_ms, created_at,
-      schedule_name, slot_at, lease_token`;
+      schedule_name, slot_at, lease_token, trace_context`;
 }
 const CLAIM_SQL = claimSql(false);
 const CLAIM_BY_QUEUE_SQL = claimSql(true);
@@ -67,7 +67,7 @@ type ClaimRow = [
   id: number, queue: string, type: string, payload: string, priority: number, runAt: number, attempts: number,
   maxAttempts: number, idempotencyKey: string | null, finishedAt: number | null, lastErrorCode: string | null,
   lastError: string | null, timeoutMs: number, maxRuntimeMs: number, createdAt: number,
-  scheduleName: string | null, slotAt: number | null, leaseToken: string,
+  scheduleName: string | null, slotAt: number | null, leaseToken: string, traceContext: string | null,
 ];
 
 function claimedJob(r: ClaimRow, p: ClaimParams, now: number): ClaimedJob {
@@ -100,6 +100,7 @@ function claimedJob(r: ClaimRow, p: ClaimParams, now: number): ClaimedJob {
     job.scheduleName = r[15];
     job.slotAt = new Date(r[16]);
   }
+  if (r[18] !== null) job.traceContext = r[18];
   return job;
 }
 

@@ -49,7 +49,8 @@ CREATE TABLE {p}jobs (
   created_at      INTEGER NOT NULL,
   updated_at      INTEGER NOT NULL,
   schedule_name   TEXT,
-  slot_at         INTEGER
+  slot_at         INTEGER,
+  trace_context   TEXT
 ) STRICT;
 
 -- claims walk due rows in claim order; the partial index holds only due statuses
@@ -102,6 +103,9 @@ CREATE TABLE {p}job_attempts (
 
 -- history of one job; one row per lease
 CREATE UNIQUE INDEX {p}job_attempts_job_idx ON {p}job_attempts (job_id, lease_token);
+
+-- attempts.outcomes reads the attempts that ended in a recent window, not the whole history
+CREATE INDEX {p}job_attempts_finished_idx ON {p}job_attempts (finished_at);
 
 -- effects: the ledger behind ctx.once; deliberately not tied to jobs, so pruning keeps it
 CREATE TABLE {p}effects (
@@ -167,6 +171,16 @@ CREATE TABLE {p}locks (
   expires_at  INTEGER,
   slots       INTEGER,
   PRIMARY KEY (name, slot)
+) STRICT;
+
+-- alert_states: one row per alert rule; episode moves by compare-and-set, one notification each
+CREATE TABLE {p}alert_states (
+  rule       TEXT    NOT NULL PRIMARY KEY,
+  state      TEXT    NOT NULL CHECK (state IN ('ok','firing')),
+  episode    INTEGER NOT NULL,
+  since      INTEGER NOT NULL,
+  value      REAL,
+  updated_at INTEGER NOT NULL
 ) STRICT;
 `,
   },

@@ -35,6 +35,7 @@ export interface SqlJob {
   updated_at: number;
   schedule_name?: string | null;
   slot_at?: number | null;
+  trace_context?: string | null;
 }
 
 export interface SqlAttempt {
