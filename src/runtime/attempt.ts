@@ -117,6 +117,11 @@ export class Attempt implements ContextHost, Timed, FinishSink {
     return (this.#log ??= this.deps.log.child({ jobId: this.job.id, type: this.job.type, attempt: this.job.attempts }));
   }
 
+  /** the error this attempt's outcome records, once decided */
+  get error(): { code: string; message: string } | null {
+    return this.#decision?.error ?? null;
+  }
+
   /** whether the handler still occupies its concurrency slot (false while only the finish is pending) */
   get holdsSlot(): boolean {
     return this.#holdsSlot;

@@ -17,6 +17,7 @@ import type { LockRow, ScheduleRow } from '../core/schedules.js';
 import { LocalBus } from './env.js';
 import type { AnyJobDefinition, JobDefinition } from './job-definition.js';
 import { JobRegistry, validateWithSchema } from './job-definition.js';
+import { startSend } from './tracing.js';
 
 export interface ClientOptions {
   storage: Storage;
@@ -79,7 +80,15 @@ export class Client {
       const row = this.#prepare(item);
       rows.push(row instanceof Promise ? await row : row);
     }
-    const results = await this.storage.jobs.insert({ jobs: rows, ...tx === undefined ? undefined : { tx } });
+    const send = startSend(rows);
+    let results;
+    try {
+      results = await this.storage.jobs.insert({ jobs: rows, ...tx === undefined ? undefined : { tx } });
+    } catch (e) {
+      send?.failed(e);
+      throw e;
+    }
+    send?.written(results.map((r) => r.job.id));
     let created = false;
     const jobs: EnqueuedJob[] = [];
     // Adapters hand out fresh rows (the conformance suite checks it), so each is marked in

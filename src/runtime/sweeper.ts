@@ -9,6 +9,7 @@ import type { Storage } from '../core/storage.js';
 import { findUnhandled } from './client.js';
 import type { Logger } from './env.js';
 import type { JobRegistry } from './job-definition.js';
+import type { WorkerObserver } from './observer.js';
 
 export interface RetentionOptions {
   /** keep succeeded jobs this long (default 7 days) */
@@ -41,6 +42,7 @@ export class Sweeper {
     private readonly log: Logger,
     private readonly random: () => number,
     private readonly opts: SweeperOptions,
+    private readonly observer?: WorkerObserver,
   ) {}
 
   start(): void {
@@ -97,6 +99,7 @@ export class Sweeper {
         const lease = expired[j];
         if (!r.applied || !p || !lease) return;
         applied++;
+        this.observer?.rescued?.(lease.type);
         this.log.warn(
           { event: 'job.rescued', jobId: r.id, type: lease.type, attempt: lease.attempts, lockedBy: lease.lockedBy, status: p.status, nextDelayMs: p.runAfterMs ?? null },
           p.status === 'dead' ? 'expired lease: job is dead' : 'expired lease: job rescued for retry',

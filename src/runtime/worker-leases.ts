@@ -10,6 +10,7 @@ import type { AbortReason } from '../core/index.js';
 import type { ClaimedJob } from '../core/storage.js';
 import type { Attempt } from './attempt.js';
 import type { Logger } from './env.js';
+import type { WorkerObserver } from './observer.js';
 import type { HeldLease } from './heartbeater.js';
 
 export class JobLease implements HeldLease {
@@ -43,7 +44,10 @@ export class LeaseBook {
   /** every lease held, by job id */
   readonly #held = new Map<string, JobLease>();
 
-  constructor(private readonly log: Logger) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly observer?: WorkerObserver,
+  ) {}
 
   /** jobs waiting in the buffer */
   get buffered(): number {
@@ -88,5 +92,6 @@ export class LeaseBook {
     if (i >= 0) this.#buffer.splice(i, 1);
     this.release(lease);
     this.log.warn({ event: 'job.lease_lost', jobId: lease.job.id, reason: reason.code }, 'lease lost before the job started');
+    this.observer?.leaseLost?.(lease.job);
   }
 }

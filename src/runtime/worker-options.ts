@@ -6,6 +6,7 @@ import type { ScheduleInput } from '../core/index.js';
 import type { Storage } from '../core/storage.js';
 import type { Logger } from './env.js';
 import type { AnyJobDefinition, JobRegistry } from './job-definition.js';
+import type { WorkerObserver } from './observer.js';
 import type { RetentionOptions } from './sweeper.js';
 
 export interface WorkerOptions {
@@ -42,6 +43,13 @@ export interface WorkerOptions {
   schedules?: readonly ScheduleInput[];
   /** how often the scheduler looks for due schedules (default 1 s, jittered) */
   schedulerIntervalMs?: number;
+  /**
+   * a consumer span per attempt through @opentelemetry/api, linked to the trace that enqueued
+   * the job (default true; nothing is recorded unless the app registers a tracer provider)
+   */
+  tracing?: boolean;
+  /** instruments told about claims and attempts, e.g. `metrics.observer` from leasehold's metrics */
+  observers?: readonly WorkerObserver[];
 }
 
 export interface StopReport {

@@ -14,6 +14,7 @@ import type { Logger } from './env.js';
 import { type Heartbeater, leaseSafetyMargin } from './heartbeater.js';
 import type { JobDefinition, JobRegistry } from './job-definition.js';
 import type { Lock } from './locks.js';
+import type { AttemptObservation, WorkerObserver } from './observer.js';
 import type { TypeCaps } from './type-cap.js';
 import type { Wakeup } from './wakeup.js';
 import type { JobLease, LeaseBook } from './worker-leases.js';
@@ -36,6 +37,8 @@ export interface SlotsDeps {
   accepting: () => boolean;
   /** give a claimed job back, due now, its attempt not counted */
   handBack: (lease: JobLease) => Promise<void>;
+  /** metrics and tracing, when any */
+  observer: WorkerObserver | undefined;
 }
 
 export class Slots {
@@ -57,6 +60,8 @@ export class Slots {
   #attemptDeps: AttemptDeps | undefined;
   /** the type-cap slots of running capped jobs: given back when the attempt ends */
   readonly #capSlots = new Map<Attempt, () => Promise<void>>();
+  /** what the observer wants told when each attempt ends */
+  readonly #observed = new Map<Attempt, AttemptObservation>();
 
   constructor(private readonly d: SlotsDeps) {}
 
@@ -109,7 +114,9 @@ export class Slots {
     this.executing++;
     this.running.set(entry.job.id, attempt);
     if (lock) this.#capSlots.set(attempt, d.caps.keep(lock, () => attempt.abort(new Reason('LEASE_LOST', `slot of the ${entry.job.type} concurrency cap lost`))));
-    attempt.start();
+    if (!d.observer?.attempt) return attempt.start();
+    const seen = d.observer.attempt(entry.job, () => attempt.start());
+    if (seen) this.#observed.set(attempt, seen);
   }
 
   /**
@@ -135,6 +142,11 @@ export class Slots {
     if (outcome === 'handed_back' || outcome === 'abandoned') this.ended[outcome].push(attempt.job.id);
     this.running.delete(attempt.job.id);
     this.outcomes[outcome] = (this.outcomes[outcome] ?? 0) + 1;
+    const seen = this.#observed.get(attempt);
+    if (seen) {
+      this.#observed.delete(attempt);
+      seen.ended({ outcome, durationMs: Date.now() - attempt.startedAt, error: attempt.error });
+    }
     this.dispatch();
     this.d.wake.wake();
   }

@@ -22,6 +22,8 @@ import { Sweeper } from './sweeper.js';
 import { Wakeup } from './wakeup.js';
 import type { DrainReport, StopReport, WorkerOptions } from './worker-options.js';
 import { Scheduler } from './scheduler.js';
+import { type WorkerObserver, combineObservers } from './observer.js';
+import { tracingObserver } from './tracing.js';
 import { TypeCaps } from './type-cap.js';
 import { VERSION } from './version.js';
 
@@ -49,6 +51,7 @@ export class Worker {
   readonly #sweeper: Sweeper | null;
   readonly #scheduler: Scheduler | null;
   readonly #slots: Slots;
+  readonly #observer: WorkerObserver | undefined;
   readonly #wake = new Wakeup();
   #state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   #loop: Promise<void> | null = null;
@@ -67,9 +70,11 @@ export class Worker {
     this.log = (opts.logger ?? defaultLogger()).child({ workerId: this.id });
     this.#logInfo = this.log.isLevelEnabled('info');
     this.#completer = new Completer(this.#storage, this.log);
-    this.#leases = new LeaseBook(this.log);
+    const observers = [...(opts.tracing === false ? [] : [tracingObserver()]), ...(opts.observers ?? [])];
+    this.#observer = combineObservers(observers, (e) => this.log.warn({ event: 'observer.failed', err: (e as Error).message }, 'a metrics or tracing observer threw; ignored'));
+    this.#leases = new LeaseBook(this.log, this.#observer);
     this.#heartbeater = new Heartbeater(this.#storage, this.#leaseMs, () => this.#leases.renewable(), this.log, () => this.#storage.workers.heartbeat({ id: this.id }));
-    this.#sweeper = opts.sweeper === false ? null : new Sweeper(this.#storage, this.registry, this.log, this.#random, sweeperSettings(opts, this.#leaseMs));
+    this.#sweeper = opts.sweeper === false ? null : new Sweeper(this.#storage, this.registry, this.log, this.#random, sweeperSettings(opts, this.#leaseMs), this.#observer);
     this.#scheduler =
       opts.scheduler === false
         ? null
@@ -78,7 +83,7 @@ export class Worker {
     this.#slots = new Slots({
       storage: this.#storage, completer: this.#completer, leases: this.#leases, registry: this.registry, caps, heartbeater: this.#heartbeater,
       log: this.log, random: this.#random, concurrency: this.#concurrency, leaseMs: this.#leaseMs, abortGraceMs: opts.abortGraceMs ?? 5_000,
-      wake: this.#wake, accepting: () => this.#state === 'running', handBack: (lease) => this.#handBack(lease),
+      wake: this.#wake, accepting: () => this.#state === 'running', handBack: (lease) => this.#handBack(lease), observer: this.#observer,
     });
   }
 
@@ -160,6 +165,7 @@ export class Worker {
     // nothing starts after stop(): the buffered jobs go back at once, written through the
     // completer and waited for with the other outcomes below
     const unstarted = this.#leases.takeBuffer();
+    if (unstarted.length > 0) this.#observer?.handedBack?.(unstarted.map((l) => l.job));
     const handBacks = Promise.all(unstarted.map((lease) => this.#handBack(lease)));
     const bus = LocalBus.for(this.#storage);
     bus.removeEventListener('enqueued', this.#onEnqueued);
@@ -219,10 +225,12 @@ export class Worker {
             // stop() began while this claim was out (it may have stopped waiting for it): none
             // of these start; they go straight back, due now, the attempt not counted
             for (const job of jobs) this.#lateUnstarted.push(job.id);
+            if (jobs.length > 0) this.#observer?.handedBack?.(jobs);
             await Promise.all(jobs.map((job) => handBack(this.#completer, job, this.#random)));
             return;
           }
           backoff.succeeded();
+          this.#observer?.claimed?.(jobs.length);
           for (const job of jobs) this.#accept(job, sentAt + this.#leaseMs);
           this.#slots.dispatch();
           full = jobs.length === limit;
