@@ -3,9 +3,10 @@
  * (finish, rescue, hand-back, cancel); while it runs, the job row holds it, and the listing
  * reads it from there.
  */
-import type { AttemptRow, AttemptStore } from '../../core/storage.js';
+import type { AttemptOutcome } from '../../core/status.js';
+import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
 import type { Db } from './db.js';
-import { toAttemptRow, validId } from './sql.js';
+import { NOW, ms, toAttemptRow, validId } from './sql.js';
 
 function attemptsSql(s: string) {
   return {
@@ -22,6 +23,13 @@ FROM ${s}.jobs j
 WHERE j.id = $1::bigint AND j.status = 'running'
 ) AS history
 ORDER BY running, attempt, length(id), id`,
+
+    /** $1 window in ms. Rows are written when an attempt ends, so none is 'running'; the join drops pruned jobs. */
+    outcomes: `-- leasehold attempts.outcomes: attempts that ended in the last $1 ms, counted by their job's type and queue and by outcome
+SELECT j.type, j.queue, a.outcome, count(*)::int AS count
+FROM ${s}.job_attempts a JOIN ${s}.jobs j ON j.id = a.job_id
+WHERE a.finished_at >= ${NOW} - ${ms('$1::float8')} AND a.outcome <> 'running'
+GROUP BY j.type, j.queue, a.outcome ORDER BY j.type, j.queue, a.outcome`,
   };
 }
 
@@ -36,5 +44,10 @@ export class PostgresAttempts implements AttemptStore {
     const id = validId(p.jobId);
     if (id === null) return [];
     return (await this.db.run('listAttempts', this.sql.list, [id])).map(toAttemptRow);
+  }
+
+  async outcomes(p: { sinceMs: number }): Promise<AttemptOutcomeCount[]> {
+    const rows = await this.db.run('attemptOutcomes', this.sql.outcomes, [p.sinceMs]);
+    return rows.map((r) => ({ type: String(r.type), queue: String(r.queue), outcome: r.outcome as AttemptOutcome, count: Number(r.count) }));
   }
 }

@@ -12,6 +12,7 @@ import pg from 'pg';
 import { ValidationError } from '../../core/errors.js';
 import { idleTransactionTimeoutMs } from '../../core/limits.js';
 import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
+import { PostgresAlerts } from './alerts.js';
 import { PostgresAttempts } from './attempts.js';
 import { Db } from './db.js';
 import { PostgresEffects } from './effects.js';
@@ -83,6 +84,7 @@ export class PostgresStorage implements Storage {
   readonly locks: PostgresLocks;
   readonly workers: PostgresWorkers;
   readonly queues: PostgresQueues;
+  readonly alerts: PostgresAlerts;
   private readonly db: Db;
   private readonly ownsPool: boolean;
   private closing: Promise<void> | null = null;
@@ -104,6 +106,7 @@ export class PostgresStorage implements Storage {
     this.locks = new PostgresLocks(this.db);
     this.workers = new PostgresWorkers(this.db);
     this.queues = new PostgresQueues(this.db);
+    this.alerts = new PostgresAlerts(this.db);
   }
 
   migrate(): Promise<MigrateResult> {

@@ -18,7 +18,7 @@ import { NOW, date, dateOrNull, durationSince, ms, safeText, strOrNull, toExpire
 export const CLAIM_COLUMNS = [
   'id', 'queue', 'type', 'payload', 'priority', 'run_at', 'attempts', 'max_attempts', 'idempotency_key',
   'locked_until', 'started_at', 'finished_at', 'last_error_code', 'last_error', 'timeout_ms',
-  'max_runtime_ms', 'created_at', 'schedule_name', 'slot_at',
+  'max_runtime_ms', 'created_at', 'schedule_name', 'slot_at', 'trace_context',
 ] as const;
 
 const claimColumns = (alias: string): string => CLAIM_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
@@ -159,6 +159,7 @@ function toClaimedJob(r: unknown[], workerId: string, base: string): ClaimedJob 
     job.scheduleName = String(r[17]);
     job.slotAt = date(r[18]);
   }
+  if (r[19] != null) job.traceContext = String(r[19]);
   return job;
 }
 

@@ -14,7 +14,7 @@ const CLAIM_TYPES: Record<(typeof CLAIM_COLUMNS)[number], string> = {
   id: 'bigint', queue: 'text', type: 'text', payload: 'json', priority: 'integer', run_at: 'timestamptz', attempts: 'integer',
   max_attempts: 'integer', idempotency_key: 'text', locked_until: 'timestamptz', started_at: 'timestamptz', finished_at: 'timestamptz',
   last_error_code: 'text', last_error: 'text', timeout_ms: 'bigint', max_runtime_ms: 'bigint', created_at: 'timestamptz',
-  schedule_name: 'text', slot_at: 'timestamptz',
+  schedule_name: 'text', slot_at: 'timestamptz', trace_context: 'text',
 };
 
 export interface Migration {
@@ -55,7 +55,8 @@ CREATE TABLE ${s}.jobs (
   created_at       timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
   updated_at       timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
   schedule_name    text,
-  slot_at          timestamptz(3)
+  slot_at          timestamptz(3),
+  trace_context    text
 );
 -- claim order over due rows only, so finished rows never enter the claim's index scan
 CREATE INDEX jobs_due_idx ON ${s}.jobs (priority, run_at, id) WHERE status IN ('queued','failed');
@@ -86,6 +87,8 @@ CREATE TABLE ${s}.job_attempts (
   retry_delay_ms  bigint,
   PRIMARY KEY (job_id, lease_token)
 );
+-- attempts.outcomes reads the attempts that ended in a recent window, not the whole history
+CREATE INDEX job_attempts_finished_at_idx ON ${s}.job_attempts (finished_at);
 
 -- effects: the ctx.once ledger; never pruned with jobs, so no foreign key to them
 CREATE TABLE ${s}.effects (
@@ -149,6 +152,16 @@ CREATE TABLE ${s}.locks (
   expires_at   timestamptz(3),
   slots        integer,
   PRIMARY KEY (name, slot)
+);
+
+-- alert_states: one row per alert rule; episode moves by compare-and-set, one notification each
+CREATE TABLE ${s}.alert_states (
+  rule        text PRIMARY KEY,
+  state       text    NOT NULL CHECK (state IN ('ok','firing')),
+  episode     integer NOT NULL,
+  since       timestamptz(3) NOT NULL,
+  value       double precision,
+  updated_at  timestamptz(3) NOT NULL
 );
 
 -- claim_jobs: the claim (leases.ts), planned with index scans only: without planner statistics
