@@ -8,7 +8,7 @@ import { parsePayloadText } from '../core/index.js';
 import type { JobStatus } from '../core/status.js';
 import { JOB_STATUSES } from '../core/status.js';
 import type { Storage } from '../core/storage.js';
-import { createClient } from '../runtime/client.js';
+import { type Client, createClient } from '../runtime/client.js';
 import { VERSION } from '../runtime/version.js';
 import { DEFAULT_DB_URL, openStorage } from '../storage/open.js';
 import { EXIT, describeError, exitCodeOf, usageLine } from './errors.js';
@@ -121,25 +121,22 @@ export function buildProgram(): Command {
       });
     });
 
-  program
-    .command('retry <id>')
-    .description('make a failed, dead or cancelled job due now')
-    .action(async (id: string, _o, cmd: Command) => {
-      await withStorage(cmd, async (storage) => {
-        const job = await createClient({ storage }).retryNow(parseId(id));
-        process.stdout.write(`job ${job.id} is due now\n`);
+  // an operator's action on one job: the client checks it, then says what it did
+  const actions = [
+    { verb: 'retry', description: 'make a failed, dead or cancelled job due now', act: (c: Client, id: string) => c.retryNow(id), done: 'is due now' },
+    { verb: 'cancel', description: 'cancel a waiting or running job (a running handler is signalled)', act: (c: Client, id: string) => c.cancel(id), done: 'cancelled' },
+  ];
+  for (const { verb, description, act, done } of actions) {
+    program
+      .command(`${verb} <id>`)
+      .description(description)
+      .action(async (id: string, _o, cmd: Command) => {
+        await withStorage(cmd, async (storage) => {
+          const job = await act(createClient({ storage }), parseId(id));
+          process.stdout.write(`job ${job.id} ${done}\n`);
+        });
       });
-    });
-
-  program
-    .command('cancel <id>')
-    .description('cancel a waiting or running job (a running handler is signalled)')
-    .action(async (id: string, _o, cmd: Command) => {
-      await withStorage(cmd, async (storage) => {
-        const job = await createClient({ storage }).cancel(parseId(id));
-        process.stdout.write(`job ${job.id} cancelled\n`);
-      });
-    });
+  }
 
   registerWorkerCommands(program);
   registerScheduleCommands(program);

@@ -53,30 +53,16 @@ describe('decideFinish', () => {
       result: { kind: 'cancel', reason: 'customer left' },
       expect: { status: 'cancelled', outcome: 'cancelled', code: 'CANCELLED' },
     },
-    {
-      name: 'timeout with attempts left → failed (timed_out)',
-      job: { attempts: 1, maxAttempts: 3 },
-      result: { kind: 'timeout', timeoutMs: 100 },
-      expect: { status: 'failed', runAfterMs: 1000, outcome: 'timed_out', code: 'TIMEOUT' },
-    },
-    {
-      name: 'timeout on the last attempt → dead, outcome stays timed_out',
-      job: { attempts: 3, maxAttempts: 3 },
-      result: { kind: 'timeout', timeoutMs: 100 },
-      expect: { status: 'dead', outcome: 'timed_out', code: 'TIMEOUT' },
-    },
-    {
-      name: 'max runtime → failed (max_runtime)',
-      job: { attempts: 1, maxAttempts: 2 },
-      result: { kind: 'max_runtime', maxRuntimeMs: 100 },
-      expect: { status: 'failed', outcome: 'max_runtime', code: 'MAX_RUNTIME' },
-    },
-    {
-      name: 'max runtime on the last attempt → dead',
-      job: { attempts: 2, maxAttempts: 2 },
-      result: { kind: 'max_runtime', maxRuntimeMs: 100 },
-      expect: { status: 'dead', outcome: 'max_runtime', code: 'MAX_RUNTIME' },
-    },
+    // each time limit: failed while attempts are left, dead on the last, its outcome kept
+    ...(
+      [
+        ['timeout', { kind: 'timeout', timeoutMs: 100 }, 'timed_out', 'TIMEOUT', 1000],
+        ['max runtime', { kind: 'max_runtime', maxRuntimeMs: 100 }, 'max_runtime', 'MAX_RUNTIME', undefined],
+      ] as const
+    ).flatMap(([what, result, outcome, code, runAfterMs]) => [
+      { name: `${what} with attempts left → failed (${outcome})`, job: { attempts: 1, maxAttempts: 3 }, result, expect: { status: 'failed' as const, outcome, code, ...(runAfterMs ? { runAfterMs } : {}) } },
+      { name: `${what} on the last attempt → dead, outcome stays ${outcome}`, job: { attempts: 3, maxAttempts: 3 }, result, expect: { status: 'dead' as const, outcome, code } },
+    ]),
     {
       name: 'shutdown → handed back, due now, attempt uncounted, no error',
       job: { attempts: 3, maxAttempts: 3 },
