@@ -11,6 +11,8 @@ import type { SqliteDb } from './db.js';
 import { jsonOrNull, NEXT_JOB_ID, toJobRow, toSqlId } from './sql.js';
 import type { SqlJob } from './sql.js';
 
+type AdminResult = { job: JobRow | null; applied: boolean };
+
 const JOB_SQL = {
   insertOne: `-- leasehold jobs.insertOne: one job; a duplicate idempotency key inserts nothing (changes = 0)
     INSERT INTO {p}jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts,
@@ -202,12 +204,8 @@ export class SqliteJobs implements JobStore {
     return this.db.read(() => this.db.stmt(sql).all(params) as SqlJob[]).map(toJobRow);
   }
 
-  async retry(p: { id: string }): Promise<{ job: JobRow | null; applied: boolean }> {
-    const id = toSqlId(p.id);
-    if (id === null) return { job: null, applied: false };
-    const db = this.db;
-    const now = db.now();
-    return db.write(() => {
+  async retry(p: { id: string }): Promise<AdminResult> {
+    return this.#admin(p.id, (db, id, now) => {
       const row = db.stmt(JOB_SQL.retry).get({ id, now }) as SqlJob | undefined;
       if (row) return { job: toJobRow(row), applied: true };
       const cur = db.stmt(JOB_SQL.get).get(id) as SqlJob | undefined;
@@ -216,12 +214,8 @@ export class SqliteJobs implements JobStore {
   }
 
   /** A running job's attempt ends as cancelled: its history row is written from the job row as it was, fenced by the lease just read. */
-  async cancel(p: { id: string }): Promise<{ job: JobRow | null; applied: boolean }> {
-    const id = toSqlId(p.id);
-    if (id === null) return { job: null, applied: false };
-    const db = this.db;
-    const now = db.now();
-    return db.write(() => {
+  async cancel(p: { id: string }): Promise<AdminResult> {
+    return this.#admin(p.id, (db, id, now) => {
       const before = db.stmt(JOB_SQL.get).get(id) as SqlJob | undefined;
       if (!before) return { job: null, applied: false };
       if (before.status === 'running' && before.lease_token !== null) {
@@ -230,6 +224,15 @@ export class SqliteJobs implements JobStore {
       const row = db.stmt(JOB_SQL.cancel).get({ id, now, message: CANCEL_MESSAGE }) as SqlJob | undefined;
       return row ? { job: toJobRow(row), applied: true } : { job: toJobRow(before), applied: false };
     });
+  }
+
+  /** An operator's action on one job, in one write transaction; an id that cannot exist finds nothing. */
+  #admin(rawId: string, act: (db: SqliteDb, id: number, now: number) => AdminResult): AdminResult {
+    const id = toSqlId(rawId);
+    if (id === null) return { job: null, applied: false };
+    const db = this.db;
+    const now = db.now();
+    return db.write(() => act(db, id, now));
   }
 
   async prune(p: PruneParams): Promise<number> {
