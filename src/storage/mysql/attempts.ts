@@ -3,9 +3,10 @@
  * (one lease at a time, so in the order they ran); the running one lives in the job row until
  * its finish writes its row, and is read from there.
  */
-import type { AttemptRow, AttemptStore } from '../../core/storage.js';
+import type { AttemptOutcome } from '../../core/status.js';
+import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
 import { type Db, run } from './db.js';
-import { type Tables, idParam, toAttemptRow } from './sql.js';
+import { NOW, type Tables, idParam, micros, toAttemptRow } from './sql.js';
 
 export function attemptsSql(t: Tables) {
   return {
@@ -19,6 +20,12 @@ export function attemptsSql(t: Tables) {
       SELECT CONCAT('running:', id), 1, 0, id, attempts, locked_by, lease_token, started_at, NULL, NULL, 'running', NULL, NULL, NULL, NULL
       FROM ${t.jobs} WHERE id = ? AND status = 'running'
       ORDER BY running, seq`,
+    // rows are written when an attempt ends, so none is 'running'; the join drops pruned jobs
+    attemptOutcomes: `-- leasehold attemptOutcomes: attempts that ended in the last N µs, counted by their job's type and queue and by outcome
+      SELECT j.type, j.queue, a.outcome, COUNT(*) AS n
+      FROM ${t.attempts} a JOIN ${t.jobs} j ON j.id = a.job_id
+      WHERE a.finished_at >= ${NOW} - INTERVAL ? MICROSECOND AND a.outcome <> 'running'
+      GROUP BY j.type, j.queue, a.outcome ORDER BY j.type, j.queue, a.outcome`,
   };
 }
 
@@ -33,5 +40,10 @@ export class MysqlAttempts implements AttemptStore {
     const id = idParam(p.jobId);
     if (id === null) return [];
     return (await this.db.one('listAttempts', (c) => run(c, this.sql.listAttempts, [id, id]))).map(toAttemptRow);
+  }
+
+  async outcomes(p: { sinceMs: number }): Promise<AttemptOutcomeCount[]> {
+    const rows = await this.db.one('attemptOutcomes', (c) => run(c, this.sql.attemptOutcomes, [micros(p.sinceMs)]));
+    return rows.map((r) => ({ type: String(r.type), queue: String(r.queue), outcome: String(r.outcome) as AttemptOutcome, count: Number(r.n) }));
   }
 }

@@ -9,6 +9,7 @@ import type mysql from 'mysql2/promise';
 import { ValidationError } from '../../core/errors.js';
 import { idleTransactionTimeoutMs } from '../../core/limits.js';
 import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
+import { MysqlAlerts } from './alerts.js';
 import { MysqlAttempts } from './attempts.js';
 import { Db, type PoolLike, createPool, run } from './db.js';
 import { MysqlEffects } from './effects.js';
@@ -54,6 +55,7 @@ export class MysqlStorage implements Storage {
   readonly locks: MysqlLocks;
   readonly workers: MysqlWorkers;
   readonly queues: MysqlQueues;
+  readonly alerts: MysqlAlerts;
   private readonly db: Db;
   private readonly ownPool: mysql.Pool | null;
   private closed = false;
@@ -74,6 +76,7 @@ export class MysqlStorage implements Storage {
     this.locks = new MysqlLocks(this.db);
     this.workers = new MysqlWorkers(this.db);
     this.queues = new MysqlQueues(this.db);
+    this.alerts = new MysqlAlerts(this.db);
   }
 
   migrate(): Promise<MigrateResult> {

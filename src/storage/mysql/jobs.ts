@@ -21,9 +21,9 @@ const MAX_BYTES = 1 << 20;
 const KEY_ROUNDS = 2;
 
 const INSERT_INTO = (jobs: string): string => `INSERT INTO ${jobs} (queue, type, payload, status, priority, run_at, attempts, max_attempts,
-        idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at)`;
+        idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at, trace_context)`;
 /** One row's placeholders; run_at = the explicit time, else now + delay (µs). */
-const INSERT_ROW = `(?, ?, ?, 'queued', ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW} + INTERVAL ? MICROSECOND), 0, ?, ?, ?, ?, ${NOW}, ${NOW})`;
+const INSERT_ROW = `(?, ?, ?, 'queued', ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW} + INTERVAL ? MICROSECOND), 0, ?, ?, ?, ?, ${NOW}, ${NOW}, ?)`;
 
 export function jobsSql(t: Tables) {
   return {
@@ -37,15 +37,15 @@ export function jobsSql(t: Tables) {
     // too-long value fail on the table's column instead of being cut short by JSON_TABLE
     insertJobsJson: `-- leasehold insertJobs: insert queued jobs from a JSON array, in its order
       ${INSERT_INTO(t.jobs)}
-      SELECT q, t, p, 'queued', pr, COALESCE(ra, ${NOW} + INTERVAL rd MICROSECOND), 0, ma, k, tm, mr, ${NOW}, ${NOW}
+      SELECT q, t, p, 'queued', pr, COALESCE(ra, ${NOW} + INTERVAL rd MICROSECOND), 0, ma, k, tm, mr, ${NOW}, ${NOW}, tc
       FROM JSON_TABLE(?, '$[*]' COLUMNS (n FOR ORDINALITY, q TEXT PATH '$[0]', t TEXT PATH '$[1]', p LONGTEXT PATH '$[2]',
         pr INT PATH '$[3]', ra DATETIME(6) PATH '$[4]', rd BIGINT PATH '$[5]', ma INT PATH '$[6]', k TEXT PATH '$[7]',
-        tm BIGINT PATH '$[8]', mr BIGINT PATH '$[9]')) AS v
+        tm BIGINT PATH '$[8]', mr BIGINT PATH '$[9]', tc TEXT PATH '$[10]')) AS v
       ORDER BY n RETURNING id, run_at, created_at`,
     // a one-column JSON_TABLE costs the server less per row than the ten-column one
     insertRunJson: `-- leasehold insertJobs: insert a run of alike queued jobs (shared values once, payloads from a JSON array, in its order)
       ${INSERT_INTO(t.jobs)}
-      SELECT ?, ?, p, 'queued', ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW} + INTERVAL ? MICROSECOND), 0, ?, NULL, ?, ?, ${NOW}, ${NOW}
+      SELECT ?, ?, p, 'queued', ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW} + INTERVAL ? MICROSECOND), 0, ?, NULL, ?, ?, ${NOW}, ${NOW}, ?
       FROM JSON_TABLE(?, '$[*]' COLUMNS (n FOR ORDINALITY, p LONGTEXT PATH '$')) AS v
       ORDER BY n RETURNING id, run_at, created_at`,
     jobsByKeysLocked: `-- leasehold insertJobs: the jobs already holding these idempotency keys
@@ -258,7 +258,7 @@ async function insertRound(c: Queryable, sql: JobsSql, p: PreparedInsert, f: Mys
 async function insertChunk(c: Queryable, sql: JobsSql, p: PreparedInsert, f: MysqlFeatures, chunk: readonly number[]): Promise<Row[]> {
   const rowValues = (i: number): unknown[] => {
     const j = p.jobs[i]!;
-    return [j.queue, j.type, p.payloads[i], j.priority, j.runAt ? utcLiteral(j.runAt) : null, micros(j.runAfterMs), j.maxAttempts, j.idempotencyKey, j.timeoutMs, j.maxRuntimeMs];
+    return [j.queue, j.type, p.payloads[i], j.priority, j.runAt ? utcLiteral(j.runAt) : null, micros(j.runAfterMs), j.maxAttempts, j.idempotencyKey, j.timeoutMs, j.maxRuntimeMs, j.traceContext ?? null];
   };
   if (!f.returning) return insertAndReadBack(c, sql, p, f, chunk, rowValues);
   const first = p.jobs[chunk[0]!]!;
@@ -267,7 +267,7 @@ async function insertChunk(c: Queryable, sql: JobsSql, p: PreparedInsert, f: Mys
     chunk.length === 1 ? await run(c, sql.insertOneJob, rowValues(chunk[0]!))
     : run1 ? await run(c, sql.insertRunJson, [
         first.queue, first.type, first.priority, first.runAt ? utcLiteral(first.runAt) : null, micros(first.runAfterMs),
-        first.maxAttempts, first.timeoutMs, first.maxRuntimeMs, JSON.stringify(chunk.map((i) => p.payloads[i])),
+        first.maxAttempts, first.timeoutMs, first.maxRuntimeMs, first.traceContext ?? null, JSON.stringify(chunk.map((i) => p.payloads[i])),
       ])
     : await run(c, sql.insertJobsJson, [JSON.stringify(chunk.map(rowValues))]);
   if (got.length !== chunk.length) throw new Error(`mysql insertJobs: ${got.length} rows came back for ${chunk.length} inserted`);
@@ -295,6 +295,6 @@ function insertedRow(r: Row, j: NewJob, payload: string): Row {
     id: r.id, queue: j.queue, type: j.type, payload, status: 'queued', priority: j.priority, run_at: r.run_at, attempts: 0,
     max_attempts: j.maxAttempts, idempotency_key: j.idempotencyKey, locked_by: null, lease_token: null, locked_until: null,
     heartbeat_at: null, started_at: null, finished_at: null, last_error_code: null, last_error: null, timeout_ms: j.timeoutMs,
-    max_runtime_ms: j.maxRuntimeMs, created_at: r.created_at, updated_at: r.created_at, schedule_name: null, slot_at: null,
+    max_runtime_ms: j.maxRuntimeMs, created_at: r.created_at, updated_at: r.created_at, schedule_name: null, slot_at: null, trace_context: j.traceContext ?? null,
   };
 }

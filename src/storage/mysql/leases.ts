@@ -18,7 +18,7 @@ import { NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJob
 
 /** What a claim reads of each candidate: the claimed job minus what the claim itself sets. */
 const CLAIM_COLS = `id, queue, type, payload, priority, run_at, attempts, max_attempts, idempotency_key,
-  finished_at, last_error_code, last_error, timeout_ms, max_runtime_ms, created_at, schedule_name, slot_at`;
+  finished_at, last_error_code, last_error, timeout_ms, max_runtime_ms, created_at, schedule_name, slot_at, trace_context`;
 
 /** Finishes ending in different ways, one JSON object per item (jsonBatch); absent keys read as NULL. */
 const FINISH_ITEMS = `JSON_TABLE(?, '$[*]' COLUMNS (

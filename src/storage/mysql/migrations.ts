@@ -55,6 +55,7 @@ export const MIGRATIONS: readonly Migration[] = [
         updated_at DATETIME(6) NOT NULL,
         schedule_name VARCHAR(128) NULL,
         slot_at DATETIME(6) NULL,
+        trace_context TEXT NULL,
         PRIMARY KEY (id),
         UNIQUE KEY {p}jobs_idempotency_key (idempotency_key),
         UNIQUE KEY {p}jobs_schedule_slot (schedule_name, slot_at),
@@ -80,7 +81,9 @@ export const MIGRATIONS: readonly Migration[] = [
         error_stack TEXT NULL,
         retry_delay_ms BIGINT NULL,
         PRIMARY KEY (id),
-        UNIQUE KEY {p}job_attempts_lease (job_id, lease_token)
+        UNIQUE KEY {p}job_attempts_lease (job_id, lease_token),
+        -- attempts.outcomes reads the attempts that ended in a recent window, not the whole history
+        KEY {p}job_attempts_finished (finished_at)
       ) ${TABLE_OPTS}`,
       // effects: the ctx.once ledger, never pruned with the jobs; `key` is a reserved word in
       // MySQL, and the auto-increment id keeps new rows appended in insertion order
@@ -146,6 +149,16 @@ export const MIGRATIONS: readonly Migration[] = [
         expires_at DATETIME(6) NULL,
         slots INT NULL,
         PRIMARY KEY (name, slot)
+      ) ${TABLE_OPTS}`,
+      // alert_states: one row per alert rule; episode moves by compare-and-set, one notification each
+      `CREATE TABLE IF NOT EXISTS {p}alert_states (
+        rule VARCHAR(255) NOT NULL,
+        state VARCHAR(16) NOT NULL,
+        episode INT NOT NULL,
+        since DATETIME(6) NOT NULL,
+        value DOUBLE NULL,
+        updated_at DATETIME(6) NOT NULL,
+        PRIMARY KEY (rule)
       ) ${TABLE_OPTS}`,
     ],
   },

@@ -25,6 +25,7 @@ export interface Tables {
   workers: string;
   schedules: string;
   locks: string;
+  alerts: string;
   ledger: string;
 }
 
@@ -36,6 +37,7 @@ export function tables(prefix: string): Tables {
     workers: `${prefix}workers`,
     schedules: `${prefix}schedules`,
     locks: `${prefix}locks`,
+    alerts: `${prefix}alert_states`,
     ledger: `${prefix}migrations`,
   };
 }
@@ -43,7 +45,7 @@ export function tables(prefix: string): Tables {
 /** Column list of a job row, as the row mapper reads it. */
 export const JOB_COLS = `id, queue, type, payload, status, priority, run_at, attempts, max_attempts, idempotency_key,
   locked_by, lease_token, locked_until, heartbeat_at, started_at, finished_at, last_error_code, last_error,
-  timeout_ms, max_runtime_ms, created_at, updated_at, schedule_name, slot_at`;
+  timeout_ms, max_runtime_ms, created_at, updated_at, schedule_name, slot_at, trace_context`;
 
 /**
  * One attempt row of `insertAttempts`: job_id, attempt, worker, lease token, started_at (as read
