@@ -200,6 +200,8 @@ export interface Storage {
   migrate(): Promise<MigrateResult>;
   /** Highest applied migration version (0: none). */
   schemaVersion(): Promise<number>;
+  /** The version this code's migrations bring the schema to: `schemaVersion()` once `migrate()` ran. */
+  readonly expectedSchemaVersion: number;
   close(): Promise<void>;
   /** The database's clock. */
   now(): Promise<Date>;

@@ -26,6 +26,7 @@ const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
 
 export class MemoryStorage implements Storage {
   readonly dialect = 'memory';
+  readonly expectedSchemaVersion = SCHEMA_VERSION;
   readonly capabilities: Capabilities = { multiProcess: false, transactionalEnqueue: false, listenNotify: false };
   readonly jobs: MemoryJobs;
   readonly leases: MemoryLeases;

@@ -16,7 +16,7 @@ import { MysqlEffects } from './effects.js';
 import { MysqlJobs } from './jobs.js';
 import { MysqlLeases } from './leases.js';
 import { MysqlLocks } from './locks.js';
-import { migrate, schemaVersion } from './migrations.js';
+import { SCHEMA_VERSION, migrate, schemaVersion } from './migrations.js';
 import { MysqlQueues } from './queues.js';
 import { MysqlSchedules } from './schedules.js';
 import { NOW, parseUtc } from './sql.js';
@@ -45,6 +45,7 @@ const NOW_SQL = `-- leasehold now: the database's clock, UTC, microseconds
 
 export class MysqlStorage implements Storage {
   readonly dialect = 'mysql';
+  readonly expectedSchemaVersion = SCHEMA_VERSION;
   readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: false };
   readonly tablePrefix: string;
   readonly jobs: MysqlJobs;

@@ -20,7 +20,7 @@ import { PostgresJobs } from './jobs.js';
 import { PostgresLeases } from './leases.js';
 import { PgListener } from './listener.js';
 import { PostgresLocks } from './locks.js';
-import { migrate, schemaVersion } from './migrations.js';
+import { SCHEMA_VERSION, migrate, schemaVersion } from './migrations.js';
 import { PostgresQueues } from './queues.js';
 import { PostgresSchedules } from './schedules.js';
 import { NOW, quoteSchema } from './sql.js';
@@ -73,6 +73,7 @@ function createPool(opts: PostgresStorageOptions): pg.Pool {
 
 export class PostgresStorage implements Storage {
   readonly dialect = 'postgres';
+  readonly expectedSchemaVersion = SCHEMA_VERSION;
   readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: true };
   readonly schema: string;
   readonly pool: pg.Pool;

@@ -16,7 +16,7 @@ import { SqliteEffects } from './effects.js';
 import { SqliteJobs } from './jobs.js';
 import { SqliteLeases } from './leases.js';
 import { SqliteLocks } from './locks.js';
-import { migrate, schemaVersion } from './migrations.js';
+import { SCHEMA_VERSION, migrate, schemaVersion } from './migrations.js';
 import { SqliteQueues } from './queues.js';
 import { SqliteSchedules } from './schedules.js';
 import { checkPrefix } from './sql.js';
@@ -41,6 +41,7 @@ export interface SqliteStorageOptions {
 
 export class SqliteStorage implements Storage {
   readonly dialect = 'sqlite';
+  readonly expectedSchemaVersion = SCHEMA_VERSION;
   readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: false, listenNotify: false };
   readonly jobs: SqliteJobs;
   readonly leases: SqliteLeases;
