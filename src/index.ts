@@ -25,3 +25,5 @@ export type { AcquireOptions, Lock, LockOptions } from './runtime/locks.js';
 export { Scheduler, syncSchedules, upsertSchedule } from './runtime/scheduler.js';
 export type { SchedulerOptions } from './runtime/scheduler.js';
 export { nextAfterFor, validateSchedule } from './runtime/cron.js';
+export { createHealth, createMetrics, createObserveApp, healthRoutes, metricsRoutes, serveObserve, SAMPLER_LOCK } from './observe/index.js';
+export type { Health, HealthOptions, HealthReport, Metrics, MetricsOptions, ObserveEndpoints, RunningObserve, ServeObserveOptions, WorkerLike } from './observe/index.js';

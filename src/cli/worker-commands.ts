@@ -13,6 +13,7 @@ import type { AnyJobDefinition } from '../runtime/job-definition.js';
 import { Worker } from '../runtime/worker.js';
 import { openStorage } from '../storage/open.js';
 import type { GlobalOpts } from './main.js';
+import { type MetricsCliOpts, addMetricsOptions, startMetrics } from './metrics-options.js';
 import { parseDuration, parseIntIn, parseList } from './parse.js';
 
 /** TypeScript handler modules load through tsx when it is installed (it is not our runtime dependency). */
@@ -62,11 +63,12 @@ function addRunOptions(cmd: Command): Command {
     .option('--shutdown-deadline <duration>', 'on SIGTERM, how long running jobs may finish before they are handed back', parseDuration, 25_000);
 }
 
-async function setUp(cmd: Command, o: RunOpts) {
+async function setUp(cmd: Command, o: RunOpts & MetricsCliOpts) {
   const { db } = cmd.optsWithGlobals<GlobalOpts>();
   const jobs = await loadHandlers(o.handlers);
   const storage = await openStorage(db, { poolSize: Math.min(o.concurrency + 2, 20) });
   await storage.migrate();
+  const metrics = await startMetrics(o, storage);
   const worker = new Worker({
     storage,
     jobs,
@@ -76,8 +78,10 @@ async function setUp(cmd: Command, o: RunOpts) {
     pollIntervalMs: o.poll,
     shutdownDeadlineMs: o.shutdownDeadline,
     logger: defaultLogger(),
+    observers: metrics?.observers ?? [],
   });
-  return { storage, worker };
+  metrics?.attach(worker);
+  return { storage, worker, metrics };
 }
 
 /** First signal: graceful stop against the deadline. Second: exit now. */
@@ -100,9 +104,9 @@ function onSignals(first: (signal: string) => void): () => void {
 }
 
 export function registerWorkerCommands(program: Command): void {
-  addRunOptions(program.command('worker').description('run a worker pool with its heartbeater and sweeper until SIGTERM/SIGINT')).action(
-    async (o: RunOpts, cmd: Command) => {
-      const { storage, worker } = await setUp(cmd, o);
+  addMetricsOptions(addRunOptions(program.command('worker').description('run a worker pool with its heartbeater and sweeper until SIGTERM/SIGINT'))).action(
+    async (o: RunOpts & MetricsCliOpts, cmd: Command) => {
+      const { storage, worker, metrics } = await setUp(cmd, o);
       const done = new Promise<void>((resolve) => {
         const off = onSignals((signal) => {
           worker.log.info({ event: 'worker.signal', signal, deadlineMs: o.shutdownDeadline }, 'stopping');
@@ -114,6 +118,7 @@ export function registerWorkerCommands(program: Command): void {
       });
       await worker.start();
       await done;
+      await metrics?.stop();
       await storage.close();
     },
   );

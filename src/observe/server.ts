@@ -1,0 +1,99 @@
+/**
+ * `/metrics`, `/healthz` and `/readyz` over HTTP: as Hono routes (the dashboard mounts them
+ * too) and as a small standalone server, the one `leasehold worker --metrics-port` runs. The
+ * standalone server has no authentication: it listens on 127.0.0.1 unless told otherwise.
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
+import type { Health } from './health.js';
+import type { Metrics } from './metrics.js';
+
+export interface ObserveEndpoints {
+  metrics?: Metrics | undefined;
+  health?: Health | undefined;
+}
+
+/** `/healthz` and `/readyz` (nothing when no health checks are given). */
+export function healthRoutes(ep: ObserveEndpoints): Hono {
+  const app = new Hono();
+  const { health } = ep;
+  if (!health) return app;
+  app.get('/healthz', (c) => {
+    const r = health.healthz();
+    return c.json(r.body, r.status);
+  });
+  app.get('/readyz', async (c) => {
+    const r = await health.readyz();
+    return c.json(r.body, r.status);
+  });
+  return app;
+}
+
+/** `/metrics` in Prometheus' text format (nothing when no metrics are given). */
+export function metricsRoutes(ep: ObserveEndpoints): Hono {
+  const app = new Hono();
+  const { metrics } = ep;
+  if (!metrics) return app;
+  app.get('/metrics', async (c) => {
+    const { contentType, body } = await metrics.scrape();
+    return c.body(body, 200, { 'Content-Type': contentType, 'Cache-Control': 'no-store' });
+  });
+  return app;
+}
+
+/** The three endpoints on one Hono app. */
+export function createObserveApp(ep: ObserveEndpoints): Hono {
+  const app = new Hono();
+  app.route('/', healthRoutes(ep));
+  app.route('/', metricsRoutes(ep));
+  return app;
+}
+
+export interface ServeObserveOptions extends ObserveEndpoints {
+  /** 0 picks a free port (see `port` on the result) */
+  port: number;
+  /** default 127.0.0.1 */
+  host?: string | undefined;
+}
+
+export interface RunningObserve {
+  url: string;
+  port: number;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/**
+ * Serve `/metrics`, `/healthz` and `/readyz` on their own port; resolves once listening.
+ *
+ * ```ts
+ * const running = await serveObserve({ port: 9464, metrics: createMetrics({ storage }), health: createHealth({ storage }) });
+ * ```
+ */
+export async function serveObserve(opts: ServeObserveOptions): Promise<RunningObserve> {
+  const host = opts.host ?? '127.0.0.1';
+  if (!Number.isInteger(opts.port) || opts.port < 0 || opts.port > 65535) throw new TypeError(`port must be 0-65535, got ${opts.port}`);
+  const app = createObserveApp(opts);
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, port: opts.port, hostname: host }) as Server;
+    s.once('error', reject);
+    s.once('listening', () => {
+      s.off('error', reject);
+      resolve(s);
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shown}:${port}/`,
+    port,
+    server,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((e) => (e ? reject(e) : resolve()));
+        server.closeIdleConnections();
+      }),
+  };
+}
