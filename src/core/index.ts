@@ -1,3 +1,4 @@
+export * from './alerts.js';
 export * from './claim-size.js';
 export * from './decide.js';
 export * from './effects.js';

@@ -4,6 +4,7 @@
  */
 import type { ScheduleInput } from '../core/index.js';
 import type { Storage } from '../core/storage.js';
+import type { AlertOptions } from './alert-evaluator.js';
 import type { Logger } from './env.js';
 import type { AnyJobDefinition, JobRegistry } from './job-definition.js';
 import type { WorkerObserver } from './observer.js';
@@ -50,6 +51,8 @@ export interface WorkerOptions {
   tracing?: boolean;
   /** instruments told about claims and attempts, e.g. `metrics.observer` from leasehold's metrics */
   observers?: readonly WorkerObserver[];
+  /** alert rules, evaluated by one worker of the cluster at a time; webhook deliveries run as jobs (see alert-evaluator.ts) */
+  alerts?: AlertOptions;
 }
 
 export interface StopReport {

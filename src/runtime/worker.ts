@@ -17,7 +17,7 @@ import { ClaimBackoff, claimBudget, claimWaitMs, yieldTurn } from './worker-clai
 import { sweeperSettings, workerSettings } from './worker-settings.js';
 import { abortAtDeadline, awaitOutcomes, handBack, waitWhile } from './worker-shutdown.js';
 import { Slots } from './worker-slots.js';
-import { JobRegistry } from './job-definition.js';
+import type { JobRegistry } from './job-definition.js';
 import { Sweeper } from './sweeper.js';
 import { Wakeup } from './wakeup.js';
 import type { DrainReport, StopReport, WorkerOptions } from './worker-options.js';
@@ -25,6 +25,8 @@ import { Scheduler } from './scheduler.js';
 import { type WorkerObserver, combineObservers } from './observer.js';
 import { tracingObserver } from './tracing.js';
 import { TypeCaps } from './type-cap.js';
+import { AlertEvaluator } from './alert-evaluator.js';
+import { withAlertJobs } from './alert-webhook.js';
 import { VERSION } from './version.js';
 
 export type { DrainReport, StopReport, WorkerOptions } from './worker-options.js';
@@ -50,6 +52,7 @@ export class Worker {
   readonly #heartbeater: Heartbeater;
   readonly #sweeper: Sweeper | null;
   readonly #scheduler: Scheduler | null;
+  readonly #alerts: AlertEvaluator | null;
   readonly #slots: Slots;
   readonly #observer: WorkerObserver | undefined;
   readonly #wake = new Wakeup();
@@ -63,7 +66,7 @@ export class Worker {
   constructor(opts: WorkerOptions) {
     this.#opts = opts;
     this.#storage = opts.storage;
-    this.registry = opts.jobs instanceof JobRegistry ? opts.jobs : new JobRegistry(opts.jobs);
+    this.registry = withAlertJobs(opts.jobs, opts.alerts);
     if (this.registry.size === 0) throw new ValidationError('INVALID_OPTION', 'a worker needs at least one job definition');
     ({ concurrency: this.#concurrency, fixedBuffer: this.#fixedBuffer, queues: this.#queues, leaseMs: this.#leaseMs, pollMs: this.#pollMs, random: this.#random } = workerSettings(opts));
     this.id = opts.workerId ?? newWorkerId();
@@ -79,6 +82,7 @@ export class Worker {
       opts.scheduler === false
         ? null
         : new Scheduler({ storage: this.#storage, registry: this.registry, ...(opts.schedules ? { schedules: opts.schedules } : {}), intervalMs: opts.schedulerIntervalMs ?? 1_000, logger: this.log, random: this.#random });
+    this.#alerts = opts.alerts ? new AlertEvaluator({ ...opts.alerts, queue: opts.alerts.queue ?? this.#queues?.[0], storage: this.#storage, logger: this.log, random: this.#random, owner: this.id }) : null;
     const caps = new TypeCaps(this.#storage, this.id, this.#leaseMs, (p) => this.#completer.finish(p), this.log, this.#random);
     this.#slots = new Slots({
       storage: this.#storage, completer: this.#completer, leases: this.#leases, registry: this.registry, caps, heartbeater: this.#heartbeater,
@@ -113,6 +117,7 @@ export class Worker {
     this.#heartbeater.start();
     this.#sweeper?.start();
     await this.#scheduler?.start();
+    this.#alerts?.start();
     this.log.info({ event: 'worker.started', concurrency: this.#concurrency, queues: this.#queues, types: this.registry.types, leaseMs: this.#leaseMs }, 'worker started');
     this.#loop = this.#claimLoop();
   }
@@ -127,6 +132,7 @@ export class Worker {
     await this.#scheduler?.sync();
     await this.#scheduler?.tick();
     await this.#sweeper?.sweep();
+    await this.#alerts?.tick();
     await this.start();
     const timer = setTimeout(() => this.#wake.wake(), opts.maxMs);
     const deadline = new Promise<'deadline'>((r) => setTimeout(() => r('deadline'), opts.maxMs).unref());
@@ -170,7 +176,7 @@ export class Worker {
     const bus = LocalBus.for(this.#storage);
     bus.removeEventListener('enqueued', this.#onEnqueued);
     // a scheduler tick or an UNLISTEN that does not answer is not waited for past the deadline
-    await settlesBy(Promise.all([this.#scheduler?.stop(), this.#unsubscribe?.().catch(() => {})]), until);
+    await settlesBy(Promise.all([this.#scheduler?.stop(), this.#alerts?.stop(), this.#unsubscribe?.().catch(() => {})]), until);
     this.#wake.wake();
     // a claim still out at the deadline is not waited for: what it brings back is handed back
     await settlesBy(this.#loop ?? Promise.resolve(), until);
