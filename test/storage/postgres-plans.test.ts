@@ -1,9 +1,10 @@
 /**
  * The plans PostgreSQL runs the adapter's hot statements with, read from auto_explain on the
- * storage's own connections: the claim and the sweep served by their partial indexes on a
- * table full of finished rows; the claim reading its index in order on a table the planner has
- * no statistics for (a fresh or bulk-loaded one autovacuum has not analyzed yet); heartbeat,
- * finish and the effect ledger's batches reaching their rows by primary key, run after run.
+ * storage's own connections: the claim, the sweep and queue health served by their partial
+ * indexes on a table full of finished rows, the outcomes window by its index; the claim
+ * reading its index in order on a table the planner has no statistics for (a fresh or
+ * bulk-loaded one autovacuum has not analyzed yet); heartbeat, finish and the effect ledger's
+ * batches reaching their rows by primary key, run after run.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -73,6 +74,30 @@ describe('postgres plans of the hot statements', { skip: url === null }, () => {
     assert.deepEqual(await s.leases.findExpired({ limit: 100, types: ['bulk'] }), []);
     const sweep = one(plans(/locked_until < /), 'sweep');
     assert.match(sweep, /jobs_running_lease_idx/, sweep);
+  });
+
+  it('queue health and the outcomes window read their indexes, not the finished rows and the whole history', async () => {
+    const { s, q, plans, reset } = await explaining();
+    const c = await client();
+    await c.query(`INSERT INTO ${q}.jobs (queue, type, payload, status, priority, run_at, max_attempts, timeout_ms, max_runtime_ms, finished_at)
+      SELECT 'default', 'bulk', '{}'::json, 'succeeded', 0, now() - interval '1 hour', 3, 60000, 600000, now() - interval '30 minutes'
+      FROM generate_series(1, 20000)`);
+    await c.query(`INSERT INTO ${q}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome)
+      SELECT id, 1, 'w', 't' || id, finished_at, finished_at, 0, 'succeeded' FROM ${q}.jobs`);
+    await s.jobs.insert({ jobs: Array.from({ length: 50 }, () => job('bulk')) });
+    await s.leases.claim({ workerId: 'w', types: ['bulk'], queues: null, limit: 10, leaseMs: 30_000 });
+    await c.query(`ANALYZE ${q}.jobs; ANALYZE ${q}.job_attempts`);
+    reset();
+    assert.deepEqual((await s.queues.health()).map((h) => [h.queue, h.due, h.running]), [['default', 40, 10]]);
+    assert.deepEqual(await s.attempts.outcomes({ sinceMs: 60_000 }), []);
+    const health = one(plans(/leasehold queueHealth/), 'queue health');
+    assert.match(health, /jobs_due_idx/, health);
+    // the running arm reads all of its partial index: running rows only
+    assert.match(health, /jobs_running_lease_idx/, health);
+    assert.doesNotMatch(health, /Seq Scan on jobs/, health);
+    const outcomes = one(plans(/leasehold attempts\.outcomes/), 'outcomes');
+    assert.match(outcomes, /job_attempts_finished_at_idx/, outcomes);
+    assert.doesNotMatch(outcomes, /Seq Scan on job_attempts/, outcomes);
   });
 
   it('on a table without statistics the claim reads jobs_due_idx in order and stops after its rows, claim after claim', async () => {

@@ -48,6 +48,8 @@ export class SqliteAttempts implements AttemptStore {
 
   async outcomes(p: { sinceMs: number }): Promise<AttemptOutcomeCount[]> {
     const since = this.db.now() - p.sinceMs;
-    return this.db.read(() => this.db.stmt(ATTEMPT_SQL.outcomes).all({ since }) as AttemptOutcomeCount[]);
+    const rows = this.db.read(() => this.db.stmt(ATTEMPT_SQL.outcomes).all({ since }) as AttemptOutcomeCount[]);
+    // plain objects: node:sqlite hands out rows without a prototype
+    return rows.map((r) => ({ type: r.type, queue: r.queue, outcome: r.outcome, count: r.count }));
   }
 }
