@@ -3,6 +3,8 @@
  *   sqlite:path/to/file.db   (relative to the working directory, or absolute)
  *   sqlite:file.db?driver=node:sqlite   (Node's built-in SQLite instead of better-sqlite3)
  *   postgres://user@host:5432/db?schema=leasehold
+ *   postgres://user@pgbouncer:6432/db?pgbouncer=transaction&listen=postgres%3A%2F%2Fuser%40db%3A5432%2Fdb
+ *                            (through PgBouncer in transaction mode; LISTEN on the direct URL, or polling without it)
  *   mysql://user:pass@host:3306/db      (mariadb:// too)
  *   memory:                  (tests; nothing persists)
  */
@@ -19,6 +21,10 @@ export interface ParsedDbUrl {
   target: string;
   /** postgres: the schema from ?schema= */
   schema?: string;
+  /** postgres: ?pgbouncer=transaction */
+  pgbouncer?: 'transaction';
+  /** postgres: the direct connection for LISTEN, from ?listen= (percent-encoded) */
+  listenUrl?: string;
   /** sqlite: the driver from ?driver= */
   driver?: SqliteDriverName;
 }
@@ -47,8 +53,15 @@ export function parseDbUrl(url: string): ParsedDbUrl {
   if (u.protocol === 'postgres:' || u.protocol === 'postgresql:') {
     if (!u.hostname) bad('no host');
     const schema = u.searchParams.get('schema') ?? undefined;
-    u.searchParams.delete('schema');
-    return { kind: 'postgres', target: u.toString(), ...(schema ? { schema } : {}) };
+    const pgbouncer = u.searchParams.get('pgbouncer');
+    const listenUrl = u.searchParams.get('listen');
+    if (pgbouncer !== null && pgbouncer !== 'transaction') return bad('?pgbouncer= takes only transaction (session pooling needs no option)');
+    if (listenUrl !== null && !/^postgres(?:ql)?:\/\/[^/]/.test(listenUrl)) bad('?listen= must be a percent-encoded postgres:// URL');
+    for (const k of ['schema', 'pgbouncer', 'listen']) u.searchParams.delete(k);
+    return {
+      kind: 'postgres', target: u.toString(), ...(schema ? { schema } : {}),
+      ...(pgbouncer !== null ? { pgbouncer } : {}), ...(listenUrl !== null ? { listenUrl } : {}),
+    };
   }
   if (u.protocol === 'mysql:' || u.protocol === 'mariadb:') {
     if (!u.hostname) bad('no host');
@@ -83,7 +96,8 @@ export async function openStorage(url: string, opts: OpenOptions = {}): Promise<
     }
     case 'postgres': {
       const { postgresStorage } = await import('./postgres/index.js');
-      return postgresStorage({ connectionString: p.target, ...(p.schema ? { schema: p.schema } : {}), ...(opts.poolSize ? { poolSize: opts.poolSize } : {}) });
+      const { target: connectionString, schema, pgbouncer, listenUrl } = p;
+      return postgresStorage({ connectionString, ...(schema ? { schema } : {}), ...(pgbouncer ? { pgbouncer } : {}), ...(listenUrl ? { listenUrl } : {}), ...(opts.poolSize ? { poolSize: opts.poolSize } : {}) });
     }
     case 'mysql': {
       const { mysqlStorage } = await import('./mysql/index.js');

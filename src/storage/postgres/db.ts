@@ -20,9 +20,10 @@ export type Queryable = Pick<pg.ClientBase, 'query'>;
  * A statement run as a named prepared statement: each connection parses and plans it once,
  * then only binds and executes. Only for statements with explicit column lists: a `*` result
  * would change type when a migration adds a column, and the server refuses such a cached plan.
+ * Without a name (behind a transaction pooler, see `Db.prepare`) it is parsed on every run.
  */
 export interface Prepared {
-  name: string;
+  name?: string;
   text: string;
   /** rows as arrays of column values (cheaper to build and read than objects keyed by name) */
   rowMode?: 'array';
@@ -42,9 +43,16 @@ export class Db {
   constructor(
     readonly pool: pg.Pool,
     readonly schema: string,
+    /** false behind a transaction pooler: the next statement may reach a server connection that never saw the PREPARE */
+    readonly namedStatements = true,
   ) {
     this.q = quoteSchema(schema);
     this.notify = [NOTIFY_CHANNEL, schema];
+  }
+
+  /** A hot statement: named and prepared once per connection, or unnamed behind a transaction pooler. */
+  prepare(text: string, rowMode?: 'array'): Prepared {
+    return this.namedStatements ? prepared(text, rowMode) : { text, ...(rowMode ? { rowMode } : {}) };
   }
 
   /** Run one statement on the pool, or on `on` (the caller's transaction client). */

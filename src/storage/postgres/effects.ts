@@ -6,7 +6,7 @@
 import { assertDistinctEffectKeys } from '../../core/effects.js';
 import { TransientStorageError } from '../../core/errors.js';
 import type { EffectParams, EffectRecord, EffectReservation, EffectRow, EffectStore } from '../../core/storage.js';
-import { prepared, type Db } from './db.js';
+import type { Db } from './db.js';
 import { NOW, jsonParam, toEffectRow, validId } from './sql.js';
 
 export function effectsSql(s: string) {
@@ -117,8 +117,8 @@ export class PostgresEffects implements EffectStore {
     const sql = effectsSql(db.q);
     this.sql = sql;
     this.hot = {
-      reserve: prepared(sql.reserve), state: prepared(sql.state), complete: prepared(sql.complete),
-      reserveMany: prepared(sql.reserveMany), stateMany: prepared(sql.stateMany), completeMany: prepared(sql.completeMany),
+      reserve: db.prepare(sql.reserve), state: db.prepare(sql.state), complete: db.prepare(sql.complete),
+      reserveMany: db.prepare(sql.reserveMany), stateMany: db.prepare(sql.stateMany), completeMany: db.prepare(sql.completeMany),
     };
   }
 

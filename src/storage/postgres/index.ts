@@ -6,7 +6,9 @@
  * `pg.PoolClient`/`pg.Client` inside their transaction, used as is (no BEGIN/COMMIT of ours),
  * so the job exists, or the finish lands, iff their transaction commits. Writes that make a
  * job due now send `pg_notify(NOTIFY_CHANNEL, schema)`, delivered on commit; `subscribe()`
- * listens for them on a dedicated connection (listener.ts).
+ * listens for them on a dedicated connection (listener.ts). Behind PgBouncer in transaction
+ * pooling mode (`pgbouncer: 'transaction'`) statements are unnamed, nothing is set per session,
+ * and LISTEN runs only on `listenUrl`, a direct connection; without one, workers poll.
  */
 import pg from 'pg';
 import { ValidationError } from '../../core/errors.js';
@@ -48,8 +50,19 @@ export interface PostgresStorageOptions {
    * return.
    */
   connectTimeoutMs?: number;
-  /** the server ends a connection of our pool left idle inside a transaction this long (default 10 s) */
+  /**
+   * the server ends a connection of our pool left idle inside a transaction this long (default
+   * 10 s); not with `pgbouncer`, which refuses it at connect: set its `idle_transaction_timeout`
+   */
   idleTransactionTimeoutMs?: number;
+  /**
+   * 'transaction': the URL (or pool) reaches PostgreSQL through PgBouncer in transaction pooling
+   * mode, where each transaction may run on another server connection: statements are not
+   * prepared by name, no setting is sent at connect, and LISTEN needs `listenUrl`.
+   */
+  pgbouncer?: 'transaction';
+  /** a direct connection (not through a pooler) for LISTEN; default: the pool's settings, or none with `pgbouncer` (workers poll) */
+  listenUrl?: string;
 }
 
 /** See PostgresStorageOptions.connectTimeoutMs. */
@@ -59,11 +72,14 @@ function createPool(opts: PostgresStorageOptions): pg.Pool {
   if (!opts.connectionString) throw new ValidationError('INVALID_OPTION', 'postgresStorage needs a connectionString or a pool');
   const connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   if (!Number.isInteger(connectTimeoutMs) || connectTimeoutMs < 0) throw new ValidationError('INVALID_OPTION', 'connectTimeoutMs must be a whole number of ms, 0 or more');
+  if (opts.pgbouncer && opts.idleTransactionTimeoutMs !== undefined) {
+    throw new ValidationError('INVALID_OPTION', "idleTransactionTimeoutMs cannot pass through PgBouncer: set idle_transaction_timeout in pgbouncer.ini");
+  }
   const pool = new pg.Pool({
     connectionString: opts.connectionString, max: opts.poolSize ?? 10, application_name: 'leasehold',
     connectionTimeoutMillis: connectTimeoutMs,
     // a process frozen inside one of our transactions must not hold its row locks, and so block a rescue, for ever
-    idle_in_transaction_session_timeout: idleTransactionTimeoutMs(opts.idleTransactionTimeoutMs),
+    ...(opts.pgbouncer ? {} : { idle_in_transaction_session_timeout: idleTransactionTimeoutMs(opts.idleTransactionTimeoutMs) }),
   });
   // an idle client whose connection drops emits 'error' on the pool, which would crash the
   // process unheard; the next query gets a fresh connection (or a classified error)
@@ -74,7 +90,7 @@ function createPool(opts: PostgresStorageOptions): pg.Pool {
 export class PostgresStorage implements Storage {
   readonly dialect = 'postgres';
   readonly expectedSchemaVersion = SCHEMA_VERSION;
-  readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: true };
+  readonly capabilities: Capabilities;
   readonly schema: string;
   readonly pool: pg.Pool;
   readonly jobs: PostgresJobs;
@@ -90,13 +106,22 @@ export class PostgresStorage implements Storage {
   private readonly ownsPool: boolean;
   private closing: Promise<void> | null = null;
   private listener: PgListener | null = null;
+  /** where LISTEN connects; null when it cannot (through a transaction pooler, no listenUrl) */
+  private readonly listenConfig: pg.ClientConfig | null;
 
   constructor(opts: PostgresStorageOptions = {}) {
     this.schema = opts.schema ?? 'leasehold';
     // refused before a pool is made for it
     quoteSchema(this.schema);
+    if (opts.pgbouncer !== undefined && opts.pgbouncer !== 'transaction') throw new ValidationError('INVALID_OPTION', "pgbouncer must be 'transaction' (session pooling needs no option)");
+    if (opts.listenUrl !== undefined && (typeof opts.listenUrl !== 'string' || opts.listenUrl === '')) throw new ValidationError('INVALID_OPTION', 'listenUrl must be a postgres:// connection string');
     const pool = opts.pool ?? createPool(opts);
-    this.db = new Db(pool, this.schema);
+    const config = (pool as unknown as { options: pg.ClientConfig }).options;
+    this.listenConfig = opts.listenUrl
+      ? { connectionString: opts.listenUrl, application_name: 'leasehold-listener', ...(config.connectionTimeoutMillis ? { connectionTimeoutMillis: config.connectionTimeoutMillis } : {}) }
+      : opts.pgbouncer ? null : { ...config, application_name: `${config.application_name ?? 'leasehold'}-listener` };
+    this.capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: this.listenConfig !== null };
+    this.db = new Db(pool, this.schema, !opts.pgbouncer);
     this.pool = pool;
     this.ownsPool = !opts.pool;
     this.jobs = new PostgresJobs(this.db);
@@ -126,10 +151,14 @@ export class PostgresStorage implements Storage {
     return this.closing;
   }
 
-  /** Wake-ups over LISTEN on a dedicated connection (same settings as the pool's). */
-  subscribe(p: { onWake: () => void }): Promise<() => Promise<void>> {
-    const config = (this.pool as unknown as { options: pg.ClientConfig }).options;
-    this.listener ??= new PgListener({ ...config, application_name: `${config.application_name ?? 'leasehold'}-listener` }, this.schema);
+  /**
+   * Wake-ups over LISTEN on a dedicated connection (the pool's settings, or `listenUrl`). With
+   * none (`pgbouncer` without `listenUrl`: a pooler would hand the LISTEN's connection to
+   * others) it never wakes and `capabilities.listenNotify` is false: workers poll.
+   */
+  async subscribe(p: { onWake: () => void }): Promise<() => Promise<void>> {
+    if (this.listenConfig === null) return async () => {};
+    this.listener ??= new PgListener(this.listenConfig, this.schema);
     return this.listener.subscribe(p.onWake);
   }
 

@@ -13,7 +13,7 @@
 import { TransientStorageError, ValidationError } from '../../core/errors.js';
 import type { InsertResult, JobQuery, JobRow, JobStore, NewJob, PruneParams } from '../../core/storage.js';
 import { alikeButPayload, insertedJobRow } from '../row-mapping.js';
-import { prepared, txClient, type Db, type Queryable } from './db.js';
+import { txClient, type Db, type Queryable } from './db.js';
 import { JOB_COLUMNS, NOW, durationSince, jobColumns, jsonParam, ms, toJobRow, validId } from './sql.js';
 
 export function jobsSql(s: string) {
@@ -188,7 +188,7 @@ export class PostgresJobs implements JobStore {
   constructor(private readonly db: Db) {
     const sql = jobsSql(db.q);
     this.sql = sql;
-    this.hot = { insertOne: prepared(sql.insertOne), insertRun: prepared(sql.insertRun), insertPlain: prepared(sql.insertPlain) };
+    this.hot = { insertOne: db.prepare(sql.insertOne), insertRun: db.prepare(sql.insertRun), insertPlain: db.prepare(sql.insertPlain) };
   }
 
   async insert(p: { jobs: readonly NewJob[]; tx?: unknown }): Promise<InsertResult[]> {

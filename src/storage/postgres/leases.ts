@@ -11,7 +11,7 @@ import type { JobStatus } from '../../core/status.js';
 import type {
   ClaimedJob, ClaimParams, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseRef, LeaseStore,
 } from '../../core/storage.js';
-import { prepared, txClient, type Db } from './db.js';
+import { txClient, type Db } from './db.js';
 import { NOW, date, dateOrNull, durationSince, ms, safeText, strOrNull, toExpiredLease, validId } from './sql.js';
 
 /** What a claim sends back per job, in this order: what the worker cannot compute itself. */
@@ -170,7 +170,7 @@ export class PostgresLeases implements LeaseStore {
   constructor(private readonly db: Db) {
     const sql = leasesSql(db.q);
     this.sql = sql;
-    this.hot = { claim: prepared(sql.claimCall, 'array'), heartbeat: prepared(sql.heartbeat), finish: prepared(sql.finish) };
+    this.hot = { claim: db.prepare(sql.claimCall, 'array'), heartbeat: db.prepare(sql.heartbeat), finish: db.prepare(sql.finish) };
   }
 
   async claim(p: ClaimParams): Promise<ClaimedJob[]> {
