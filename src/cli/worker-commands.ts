@@ -12,6 +12,7 @@ import { defaultLogger } from '../runtime/env.js';
 import type { AnyJobDefinition } from '../runtime/job-definition.js';
 import { Worker } from '../runtime/worker.js';
 import { openStorage } from '../storage/open.js';
+import { type AlertFlags, addAlertOptions, alertOptionsFrom } from './alert-options.js';
 import type { GlobalOpts } from './main.js';
 import { type MetricsCliOpts, addMetricsOptions, startMetrics } from './metrics-options.js';
 import { parseDuration, parseIntIn, parseList } from './parse.js';
@@ -54,7 +55,7 @@ interface RunOpts {
 }
 
 function addRunOptions(cmd: Command): Command {
-  return cmd
+  return addAlertOptions(cmd)
     .addOption(new Option('--handlers <module>', 'module exporting job definitions').env('LEASEHOLD_HANDLERS').makeOptionMandatory())
     .option('--concurrency <n>', 'jobs run at once', parseIntIn(1, 1000), 10)
     .option('--queues <list>', 'only these queues (comma-separated)', parseList)
@@ -66,6 +67,7 @@ function addRunOptions(cmd: Command): Command {
 async function setUp(cmd: Command, o: RunOpts & MetricsCliOpts) {
   const { db } = cmd.optsWithGlobals<GlobalOpts>();
   const jobs = await loadHandlers(o.handlers);
+  const alerts = await alertOptionsFrom(cmd.opts<AlertFlags>());
   const storage = await openStorage(db, { poolSize: Math.min(o.concurrency + 2, 20) });
   await storage.migrate();
   const metrics = await startMetrics(o, storage);
@@ -78,6 +80,7 @@ async function setUp(cmd: Command, o: RunOpts & MetricsCliOpts) {
     pollIntervalMs: o.poll,
     shutdownDeadlineMs: o.shutdownDeadline,
     logger: defaultLogger(),
+    alerts,
     observers: metrics?.observers ?? [],
   });
   metrics?.attach(worker);
