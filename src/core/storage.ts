@@ -54,6 +54,10 @@
  *   for episode 0, no row exists): sets state, value, since = now, episode + 1.
  * - jobs.prune deletes jobs (and their attempts) whose status is listed and whose finished_at is
  *   older than now - olderThanMs, at most `limit`. The effect ledger is never pruned with them.
+ * - diagnostics.prunable counts what jobs.prune with the same statuses and olderThanMs would
+ *   delete, without a limit, and deletes nothing (`leasehold prune --dry-run`, doctor).
+ *   diagnostics.inspect reads facts only: the indexes the adapter's migrations create and
+ *   whether each is there, table sizes (estimated where exact is slow), settings by name.
  *
  * @experimental the contract may change before 1.0 without a major version.
  */
@@ -61,11 +65,13 @@ import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGra
 import type { AttemptOutcomeCount, AttemptRow, ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult } from './storage-jobs.js';
 import type { InsertResult, JobCount, JobQuery, JobRow, NewJob, PruneParams } from './storage-jobs.js';
 import type { AlertStateRow, AlertTransition, EffectParams, EffectRecord, EffectReservation, EffectRow, MigrateResult, QueueHealth, WorkerInfo, WorkerRow } from './storage-rows.js';
+import type { PrunableQuery, StorageFacts } from './storage-diagnostics.js';
 
 // the rows, params and results live in ./storage-jobs.ts and ./storage-rows.ts; re-exported
 // here so the contract keeps one import path for adapters, runtime and users
 export type * from './storage-jobs.js';
 export type * from './storage-rows.js';
+export type * from './storage-diagnostics.js';
 
 export interface Capabilities {
   /** several processes may use the same database at once */
@@ -182,6 +188,14 @@ export interface AlertStore {
   transition(params: AlertTransition): Promise<AlertStateRow | null>;
 }
 
+/** What `leasehold doctor` and `leasehold prune --dry-run` ask of the database; reads only. */
+export interface DiagnosticsStore {
+  /** Indexes present vs the migrations', table sizes, and the settings a guarantee depends on. */
+  inspect(): Promise<StorageFacts>;
+  /** How many jobs `jobs.prune` with these statuses and age would delete (no limit); deletes nothing. */
+  prunable(params: PrunableQuery): Promise<number>;
+}
+
 export interface Storage {
   /** for messages and logs only; code checks `capabilities`, never the dialect */
   readonly dialect: string;
@@ -195,6 +209,7 @@ export interface Storage {
   readonly workers: WorkerStore;
   readonly queues: QueueStore;
   readonly alerts: AlertStore;
+  readonly diagnostics: DiagnosticsStore;
 
   /** Apply pending migrations; safe when several processes call it at once. */
   migrate(): Promise<MigrateResult>;

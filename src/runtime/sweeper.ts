@@ -9,14 +9,10 @@ import type { Storage } from '../core/storage.js';
 import { findUnhandled } from './client.js';
 import type { Logger } from './env.js';
 import type { JobRegistry } from './job-definition.js';
+import { Retention, type RetentionOptions } from './retention.js';
 import type { WorkerObserver } from './observer.js';
 
-export interface RetentionOptions {
-  /** keep succeeded jobs this long (default 7 days) */
-  succeededMs?: number;
-  /** keep dead and cancelled jobs this long (default 30 days) */
-  deadMs?: number;
-}
+export type { RetentionOptions } from './retention.js';
 
 export interface SweeperOptions {
   intervalMs: number;
@@ -27,14 +23,13 @@ export interface SweeperOptions {
   maintenanceEveryMs?: number;
 }
 
-const DAY = 86_400_000;
-
 export class Sweeper {
   #timer: NodeJS.Timeout | undefined;
   #running = false;
   #lastMaintenance = 0;
   #failing = false;
   #reportedUnhandled = '';
+  readonly #retention: Retention;
 
   constructor(
     private readonly storage: Storage,
@@ -43,7 +38,10 @@ export class Sweeper {
     private readonly random: () => number,
     private readonly opts: SweeperOptions,
     private readonly observer?: WorkerObserver,
-  ) {}
+  ) {
+    // a bad retention option is the worker constructor's error, before anything starts
+    this.#retention = new Retention(storage, opts.retention, log);
+  }
 
   start(): void {
     this.#running = true;
@@ -113,13 +111,7 @@ export class Sweeper {
   }
 
   async maintain(): Promise<void> {
-    const r = this.opts.retention;
-    if (r !== false) {
-      const pruned =
-        (await this.storage.jobs.prune({ statuses: ['succeeded'], olderThanMs: r.succeededMs ?? 7 * DAY, limit: 1000 })) +
-        (await this.storage.jobs.prune({ statuses: ['dead', 'cancelled'], olderThanMs: r.deadMs ?? 30 * DAY, limit: 1000 }));
-      if (pruned > 0) this.log.info({ event: 'jobs.pruned', count: pruned }, 'pruned finished jobs past retention');
-    }
+    await this.#retention.prune();
     await this.storage.workers.prune({ silentForMs: this.opts.workerSilenceMs * 10 });
     const [counts, workers, now] = await Promise.all([this.storage.queues.counts(), this.storage.workers.list(), this.storage.now()]);
     const unhandled = findUnhandled(counts, workers, now, this.opts.workerSilenceMs);

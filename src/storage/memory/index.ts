@@ -5,6 +5,7 @@
  */
 import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
 import { MemoryAlerts } from './alerts.js';
+import { MemoryDiagnostics } from './diagnostics.js';
 import { MemoryAttempts } from './attempts.js';
 import { MemoryDb } from './db.js';
 import { MemoryEffects } from './effects.js';
@@ -37,6 +38,7 @@ export class MemoryStorage implements Storage {
   readonly workers: MemoryWorkers;
   readonly queues: MemoryQueues;
   readonly alerts: MemoryAlerts;
+  readonly diagnostics: MemoryDiagnostics;
 
   private readonly db: MemoryDb;
   private version = 0;
@@ -52,6 +54,7 @@ export class MemoryStorage implements Storage {
     this.workers = new MemoryWorkers(db);
     this.queues = new MemoryQueues(db);
     this.alerts = new MemoryAlerts(db);
+    this.diagnostics = new MemoryDiagnostics(db);
   }
 
   async migrate(): Promise<MigrateResult> {

@@ -10,6 +10,7 @@ import { ValidationError } from '../../core/errors.js';
 import { idleTransactionTimeoutMs } from '../../core/limits.js';
 import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
 import { MysqlAlerts } from './alerts.js';
+import { MysqlDiagnostics } from './diagnostics.js';
 import { MysqlAttempts } from './attempts.js';
 import { Db, type PoolLike, createPool, run } from './db.js';
 import { MysqlEffects } from './effects.js';
@@ -57,6 +58,7 @@ export class MysqlStorage implements Storage {
   readonly workers: MysqlWorkers;
   readonly queues: MysqlQueues;
   readonly alerts: MysqlAlerts;
+  readonly diagnostics: MysqlDiagnostics;
   private readonly db: Db;
   private readonly ownPool: mysql.Pool | null;
   private closed = false;
@@ -78,6 +80,7 @@ export class MysqlStorage implements Storage {
     this.workers = new MysqlWorkers(this.db);
     this.queues = new MysqlQueues(this.db);
     this.alerts = new MysqlAlerts(this.db);
+    this.diagnostics = new MysqlDiagnostics(this.db);
   }
 
   migrate(): Promise<MigrateResult> {

@@ -15,6 +15,7 @@ import { ValidationError } from '../../core/errors.js';
 import { idleTransactionTimeoutMs } from '../../core/limits.js';
 import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
 import { PostgresAlerts } from './alerts.js';
+import { PostgresDiagnostics } from './diagnostics.js';
 import { PostgresAttempts } from './attempts.js';
 import { Db } from './db.js';
 import { PostgresEffects } from './effects.js';
@@ -102,6 +103,7 @@ export class PostgresStorage implements Storage {
   readonly workers: PostgresWorkers;
   readonly queues: PostgresQueues;
   readonly alerts: PostgresAlerts;
+  readonly diagnostics: PostgresDiagnostics;
   private readonly db: Db;
   private readonly ownsPool: boolean;
   private closing: Promise<void> | null = null;
@@ -133,6 +135,7 @@ export class PostgresStorage implements Storage {
     this.workers = new PostgresWorkers(this.db);
     this.queues = new PostgresQueues(this.db);
     this.alerts = new PostgresAlerts(this.db);
+    this.diagnostics = new PostgresDiagnostics(this.db);
   }
 
   migrate(): Promise<MigrateResult> {

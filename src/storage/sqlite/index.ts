@@ -8,6 +8,7 @@
  */
 import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
 import { SqliteAlerts } from './alerts.js';
+import { SqliteDiagnostics } from './diagnostics.js';
 import { SqliteAttempts } from './attempts.js';
 import { SqliteDb } from './db.js';
 import { checkDriver } from './driver.js';
@@ -52,6 +53,7 @@ export class SqliteStorage implements Storage {
   readonly workers: SqliteWorkers;
   readonly queues: SqliteQueues;
   readonly alerts: SqliteAlerts;
+  readonly diagnostics: SqliteDiagnostics;
   private readonly db: SqliteDb;
 
   constructor(opts: SqliteStorageOptions) {
@@ -71,6 +73,7 @@ export class SqliteStorage implements Storage {
     this.workers = new SqliteWorkers(db);
     this.queues = new SqliteQueues(db);
     this.alerts = new SqliteAlerts(db);
+    this.diagnostics = new SqliteDiagnostics(db);
   }
 
   async migrate(): Promise<MigrateResult> {

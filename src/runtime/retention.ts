@@ -1,0 +1,115 @@
+/**
+ * Retention: finished jobs (and their attempts) are deleted once they are older than the
+ * policy says: succeeded after 7 days, dead and cancelled after 30, by default. One service
+ * for every way leasehold runs: the worker's sweeper, `leasehold tick` and `leasehold prune`.
+ *
+ * A run deletes in batches of `batchSize` jobs, each its own short write, until a batch comes
+ * back short or the run's budget (`maxBatches` per status) is spent; between batches it lets
+ * the event loop turn, so the process's claims and heartbeats never wait behind one long
+ * delete, and other processes' writes get the database's locks in between. The effect ledger
+ * is never pruned.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ValidationError } from '../core/index.js';
+import type { Storage } from '../core/storage.js';
+import type { Logger } from './env.js';
+
+export interface RetentionOptions {
+  /** keep succeeded jobs this long (default 7 days); false keeps them for ever */
+  succeededMs?: number | false;
+  /** keep dead and cancelled jobs this long (default 30 days); false keeps them for ever */
+  deadMs?: number | false;
+  /** jobs deleted per write (default 1000) */
+  batchSize?: number;
+  /** batches per status in one run (default 100); what is left waits for the next run */
+  maxBatches?: number;
+}
+
+const DAY = 86_400_000;
+
+export const DEFAULT_RETENTION = { succeededMs: 7 * DAY, deadMs: 30 * DAY, batchSize: 1_000, maxBatches: 100 } as const;
+
+export type PrunedStatus = 'succeeded' | 'dead' | 'cancelled';
+
+/** One status and the age past which its jobs go. */
+export interface RetentionRule {
+  status: PrunedStatus;
+  olderThanMs: number;
+}
+
+export interface PruneReport {
+  /** jobs deleted, by status */
+  pruned: Record<PrunedStatus, number>;
+  total: number;
+  /** false when the budget ran out before every status's backlog was gone */
+  complete: boolean;
+}
+
+function age(name: string, v: number | false | undefined, fallback: number): number | false {
+  if (v === undefined) return fallback;
+  if (v === false) return false;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new ValidationError('INVALID_OPTION', `retention.${name} must be a number of ms >= 0 or false; got ${String(v)}`);
+  return v;
+}
+
+function count(name: string, v: number | undefined, fallback: number): number {
+  if (v === undefined) return fallback;
+  if (v !== Infinity && (!Number.isInteger(v) || v < 1)) throw new ValidationError('INVALID_OPTION', `retention.${name} must be an integer >= 1; got ${String(v)}`);
+  return v;
+}
+
+/** The statuses the policy prunes, each with its age; none when retention is off. Throws on a bad option. */
+export function retentionRules(policy: RetentionOptions | false): RetentionRule[] {
+  if (policy === false) return [];
+  const succeeded = age('succeededMs', policy.succeededMs, DEFAULT_RETENTION.succeededMs);
+  const dead = age('deadMs', policy.deadMs, DEFAULT_RETENTION.deadMs);
+  const rules: RetentionRule[] = [];
+  if (succeeded !== false) rules.push({ status: 'succeeded', olderThanMs: succeeded });
+  if (dead !== false) rules.push({ status: 'dead', olderThanMs: dead }, { status: 'cancelled', olderThanMs: dead });
+  return rules;
+}
+
+export class Retention {
+  readonly rules: readonly RetentionRule[];
+  readonly #batchSize: number;
+  readonly #maxBatches: number;
+
+  constructor(
+    private readonly storage: Storage,
+    policy: RetentionOptions | false,
+    private readonly log?: Logger,
+  ) {
+    this.rules = retentionRules(policy);
+    this.#batchSize = policy === false ? 1 : count('batchSize', policy.batchSize, DEFAULT_RETENTION.batchSize);
+    this.#maxBatches = policy === false ? 1 : count('maxBatches', policy.maxBatches, DEFAULT_RETENTION.maxBatches);
+  }
+
+  /** Delete what is past retention, batch by batch, within the run's budget. */
+  async prune(): Promise<PruneReport> {
+    const pruned: Record<PrunedStatus, number> = { succeeded: 0, dead: 0, cancelled: 0 };
+    let complete = true;
+    for (const rule of this.rules) {
+      for (let batch = 0; ; batch++) {
+        if (batch >= this.#maxBatches) {
+          complete = false;
+          break;
+        }
+        const n = await this.storage.jobs.prune({ statuses: [rule.status], olderThanMs: rule.olderThanMs, limit: this.#batchSize });
+        pruned[rule.status] += n;
+        if (n < this.#batchSize) break;
+        // a turn of the event loop (timers included) between two deletes
+        await sleep(0);
+      }
+    }
+    const total = pruned.succeeded + pruned.dead + pruned.cancelled;
+    if (total > 0 || !complete) this.log?.info({ event: 'jobs.pruned', count: total, ...pruned, complete }, 'pruned finished jobs past retention');
+    return { pruned, total, complete };
+  }
+
+  /** How many jobs a prune would delete now, by status (without the budget); deletes nothing. */
+  async prunable(): Promise<Record<PrunedStatus, number>> {
+    const out: Record<PrunedStatus, number> = { succeeded: 0, dead: 0, cancelled: 0 };
+    for (const rule of this.rules) out[rule.status] = await this.storage.diagnostics.prunable({ statuses: [rule.status], olderThanMs: rule.olderThanMs });
+    return out;
+  }
+}

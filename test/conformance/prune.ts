@@ -1,0 +1,64 @@
+/** diagnostics.prunable (what `leasehold prune --dry-run` reports) and diagnostics.inspect. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ConformanceHarness } from './index.js';
+import { finish, insertAndClaim, newJob, sleep, uniq, useDb } from './helpers.js';
+
+export function pruneTests(h: ConformanceHarness): void {
+  describe('diagnostics.prunable', () => {
+    const db = useDb(h);
+
+    it('counts exactly what jobs.prune then deletes, without its limit, and deletes nothing itself', async () => {
+      const s = db.storage;
+      const ids: Record<string, string[]> = { succeeded: [], dead: [], cancelled: [] };
+      for (const status of ['succeeded', 'succeeded', 'succeeded', 'dead', 'dead', 'cancelled'] as const) {
+        const c = await insertAndClaim(s);
+        await finish(s, c, { status, attempt: { outcome: status } });
+        ids[status]!.push(c.id);
+      }
+      const failed = await insertAndClaim(s);
+      await finish(s, failed, { status: 'failed', runAfterMs: 60_000, attempt: { outcome: 'failed' } });
+      const running = await insertAndClaim(s);
+      const [queued] = await s.jobs.insert({ jobs: [newJob(uniq('queued'), { runAfterMs: 60_000 })] });
+      await sleep(150);
+      const recent = await insertAndClaim(s);
+      await finish(s, recent);
+
+      const ask = (statuses: ('succeeded' | 'dead' | 'cancelled' | 'failed' | 'queued' | 'running')[], olderThanMs = 100) => s.diagnostics.prunable({ statuses, olderThanMs });
+      assert.equal(await ask(['succeeded']), 3, 'the recent succeeded job is not past retention');
+      assert.equal(await ask(['dead', 'cancelled']), 3);
+      assert.equal(await ask(['failed', 'queued', 'running']), 0, 'only finished jobs have a finish time');
+      assert.equal(await ask([]), 0);
+      assert.equal(await ask(['succeeded'], 60_000), 0, 'nothing finished a minute ago');
+      for (const id of [...ids.succeeded!, ...ids.dead!, ...ids.cancelled!, failed.id, running.id, queued!.job.id, recent.id]) {
+        assert.ok(await s.jobs.get({ id }), `job ${id} is still there after counting`);
+      }
+
+      assert.equal(await s.jobs.prune({ statuses: ['succeeded'], olderThanMs: 100, limit: 2 }), 2);
+      assert.equal(await ask(['succeeded']), 1, 'what the limited prune left');
+      assert.equal(await s.jobs.prune({ statuses: ['succeeded', 'dead', 'cancelled'], olderThanMs: 100, limit: 100 }), 1 + 3);
+      assert.equal(await ask(['succeeded', 'dead', 'cancelled']), 0);
+      assert.ok(await s.jobs.get({ id: recent.id }));
+    });
+  });
+
+  describe('diagnostics.inspect', () => {
+    const db = useDb(h);
+
+    it('on a freshly migrated database: every index the migrations create is present, tables are sized, settings are named per database', async () => {
+      const s = db.storage;
+      await s.jobs.insert({ jobs: [newJob(uniq('sized')), newJob(uniq('sized'))] });
+      const facts = await s.diagnostics.inspect();
+      assert.deepEqual(facts.indexes.filter((i) => i.state !== 'present'), [], 'nothing missing');
+      if (s.dialect !== 'memory') {
+        assert.ok(facts.indexes.some((i) => /jobs/.test(i.table)), `indexes on jobs among ${facts.indexes.map((i) => i.name).join(', ')}`);
+        for (const i of facts.indexes) assert.match(i.definition, new RegExp(i.name), 'the definition names its index');
+      }
+      const jobs = facts.tables.find((t) => /(^|_)jobs$/.test(t.name));
+      assert.ok(jobs, `a jobs table among ${facts.tables.map((t) => t.name).join(', ')}`);
+      // estimates lag behind (statistics), exact counts do not
+      if (!jobs.estimated) assert.equal(jobs.rows, 2);
+      for (const x of facts.settings) assert.match(x.name, /^(sqlite|postgres|mysql)\.\w+$/);
+    });
+  });
+}
