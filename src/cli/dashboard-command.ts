@@ -8,6 +8,8 @@ import { Option } from 'commander';
 import { ValidationError } from '../core/index.js';
 import { createClient } from '../runtime/client.js';
 import { serveDashboard } from '../dashboard/index.js';
+import { createHealth } from '../observe/health.js';
+import { createMetrics } from '../observe/metrics.js';
 import { openStorage } from '../storage/open.js';
 import type { GlobalOpts } from './main.js';
 import { parseIntIn } from './parse.js';
@@ -33,8 +35,10 @@ export function registerDashboardCommand(program: Command): void {
       try {
         if ((await storage.schemaVersion()) === 0) throw new ValidationError('INVALID_OPTION', `${storage.dialect} database has no leasehold tables: run \`leasehold migrate\` first`);
         let running;
+        // the dashboard's /metrics: the database gauges (when this process is the cluster's sampler) and the process's own
+        const observe = { metrics: createMetrics({ storage, defaultMetrics: true }), health: createHealth({ storage }) };
         try {
-          running = await serveDashboard({ client: createClient({ storage }), port: o.port, host: o.host, token: o.token, basePath: o.basePath });
+          running = await serveDashboard({ client: createClient({ storage }), port: o.port, host: o.host, token: o.token, basePath: o.basePath, observe });
         } catch (e) {
           if (e instanceof TypeError) throw new ValidationError('INVALID_OPTION', e.message);
           throw e;
@@ -50,6 +54,8 @@ export function registerDashboardCommand(program: Command): void {
           process.on('SIGINT', stop);
         });
         await running.close();
+        observe.health.close();
+        await observe.metrics.close();
       } finally {
         await storage.close();
       }

@@ -16,7 +16,10 @@ import { HTTPException } from 'hono/http-exception';
 import { secureHeaders } from 'hono/secure-headers';
 import { isLeaseholdError, ValidationError } from '../core/errors.js';
 import type { ScheduleRow } from '../core/schedules.js';
+import type { AlertStateRow } from '../core/storage.js';
 import type { Client } from '../runtime/client.js';
+import type { ObserveEndpoints } from '../observe/server.js';
+import { healthRoutes, metricsRoutes } from '../observe/server.js';
 import { BadRequest, normaliseBasePath, parseFilters, parseJobId, safeNext } from './input.js';
 import type { Html, PageContext } from './layout.js';
 import { STYLE_HASH } from './layout.js';
@@ -26,6 +29,8 @@ import { AUTH_COOKIE, hostnameOf, isLoopbackHost, Secrets, SESSION_COOKIE, SESSI
 /** The part of the client the dashboard uses; `listSchedules` is shown when the client has it. */
 export type DashboardClient = Pick<Client, 'listJobs' | 'getJob' | 'listAttempts' | 'countJobs' | 'listWorkers' | 'listEffects' | 'unhandledJobs' | 'retryNow' | 'cancel'> & {
   listSchedules?: () => Promise<readonly ScheduleRow[]>;
+  /** alert rules' states, shown on the overview when the client has it */
+  listAlerts?: () => Promise<readonly AlertStateRow[]>;
 };
 
 export interface DashboardOptions {
@@ -38,6 +43,8 @@ export interface DashboardOptions {
   host?: string | undefined;
   /** extra origins allowed to POST (e.g. 'https://ops.example.com' behind a proxy that rewrites Host) */
   allowedOrigins?: readonly string[] | undefined;
+  /** serve `/metrics` (behind the token, as every page) and `/healthz`, `/readyz` (open: they tell nothing secret) */
+  observe?: ObserveEndpoints | undefined;
 }
 
 type Env = { Variables: { sid: string; csrf: string; loggedIn: boolean } };
@@ -112,6 +119,8 @@ export function createDashboard(opts: DashboardOptions): Hono<Env> {
   const bearer = opts.token === undefined ? undefined : bearerAuth<Env>({ token: opts.token, realm: 'leasehold', hashFunction: sha256 });
 
   app.use(scope, bodyLimit({ maxSize: 16 * 1024, onError: (c) => c.text('request body too large', 413) }));
+  // probes carry no credentials: the health checks come before the token check
+  if (opts.observe) app.route(base || '/', healthRoutes(opts.observe));
 
   // Who is asking: loopback-only without a token; bearer or login cookie with one.
   app.use(scope, async (c, next) => {
@@ -172,10 +181,11 @@ export function createDashboard(opts: DashboardOptions): Hono<Env> {
   });
 
   const r = (p: string) => `${base}${p}`;
+  if (opts.observe) app.route(base || '/', metricsRoutes(opts.observe));
 
   const home = async (c: Context<Env>) => {
-    const [counts, workers, unhandled] = await Promise.all([client.countJobs(), client.listWorkers(), client.unhandledJobs()]);
-    return render(c, overviewPage(page(c), counts, workers, unhandled));
+    const [counts, workers, unhandled, alerts] = await Promise.all([client.countJobs(), client.listWorkers(), client.unhandledJobs(), client.listAlerts?.() ?? []]);
+    return render(c, overviewPage(page(c), counts, workers, unhandled, Date.now(), alerts));
   };
   for (const p of base ? [base, `${base}/`] : ['/']) app.get(p, home);
 

@@ -6,6 +6,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
+import type { ObserveEndpoints } from '../observe/server.js';
 import type { DashboardClient } from './app.js';
 import { createDashboard } from './app.js';
 
@@ -18,6 +19,8 @@ export interface ServeDashboardOptions {
   token?: string | undefined;
   basePath?: string | undefined;
   allowedOrigins?: readonly string[] | undefined;
+  /** `/metrics`, `/healthz` and `/readyz` on the dashboard too (see DashboardOptions.observe) */
+  observe?: ObserveEndpoints | undefined;
 }
 
 export interface RunningDashboard {
@@ -30,7 +33,7 @@ export interface RunningDashboard {
 export async function serveDashboard(opts: ServeDashboardOptions): Promise<RunningDashboard> {
   const host = opts.host ?? '127.0.0.1';
   if (!Number.isInteger(opts.port) || opts.port < 0 || opts.port > 65535) throw new TypeError(`port must be 0-65535, got ${opts.port}`);
-  const app = createDashboard({ client: opts.client, token: opts.token, basePath: opts.basePath, host, allowedOrigins: opts.allowedOrigins });
+  const app = createDashboard({ client: opts.client, token: opts.token, basePath: opts.basePath, host, allowedOrigins: opts.allowedOrigins, observe: opts.observe });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: opts.port, hostname: host }) as Server;
     s.once('error', reject);
