@@ -16,6 +16,7 @@ import { HTTPException } from 'hono/http-exception';
 import { secureHeaders } from 'hono/secure-headers';
 import { isLeaseholdError, ValidationError } from '../core/errors.js';
 import type { ScheduleRow } from '../core/schedules.js';
+import type { AlertStateRow } from '../core/storage.js';
 import type { Client } from '../runtime/client.js';
 import type { ObserveEndpoints } from '../observe/server.js';
 import { healthRoutes, metricsRoutes } from '../observe/server.js';
@@ -28,6 +29,8 @@ import { AUTH_COOKIE, hostnameOf, isLoopbackHost, Secrets, SESSION_COOKIE, SESSI
 /** The part of the client the dashboard uses; `listSchedules` is shown when the client has it. */
 export type DashboardClient = Pick<Client, 'listJobs' | 'getJob' | 'listAttempts' | 'countJobs' | 'listWorkers' | 'listEffects' | 'unhandledJobs' | 'retryNow' | 'cancel'> & {
   listSchedules?: () => Promise<readonly ScheduleRow[]>;
+  /** alert rules' states, shown on the overview when the client has it */
+  listAlerts?: () => Promise<readonly AlertStateRow[]>;
 };
 
 export interface DashboardOptions {
@@ -181,8 +184,8 @@ export function createDashboard(opts: DashboardOptions): Hono<Env> {
   if (opts.observe) app.route(base || '/', metricsRoutes(opts.observe));
 
   const home = async (c: Context<Env>) => {
-    const [counts, workers, unhandled] = await Promise.all([client.countJobs(), client.listWorkers(), client.unhandledJobs()]);
-    return render(c, overviewPage(page(c), counts, workers, unhandled));
+    const [counts, workers, unhandled, alerts] = await Promise.all([client.countJobs(), client.listWorkers(), client.unhandledJobs(), client.listAlerts?.() ?? []]);
+    return render(c, overviewPage(page(c), counts, workers, unhandled, Date.now(), alerts));
   };
   for (const p of base ? [base, `${base}/`] : ['/']) app.get(p, home);
 

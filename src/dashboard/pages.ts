@@ -4,7 +4,7 @@
  * Every value is interpolated through `html`, so payloads and error texts arrive escaped.
  */
 import { html } from 'hono/html';
-import type { AttemptRow, EffectRow, JobCount, JobRow, WorkerRow } from '../core/storage.js';
+import type { AlertStateRow, AttemptRow, EffectRow, JobCount, JobRow, WorkerRow } from '../core/storage.js';
 import type { ScheduleRow } from '../core/schedules.js';
 import type { JobStatus } from '../core/status.js';
 import { JOB_STATUSES } from '../core/status.js';
@@ -54,7 +54,7 @@ ${keys.map((k) => {
 })}</tbody></table>`;
 }
 
-export function overviewPage(ctx: PageContext, counts: readonly JobCount[], workers: readonly WorkerRow[], unhandled: readonly Unhandled[], nowMs = Date.now()): Html {
+export function overviewPage(ctx: PageContext, counts: readonly JobCount[], workers: readonly WorkerRow[], unhandled: readonly Unhandled[], nowMs = Date.now(), alerts: readonly AlertStateRow[] = []): Html {
   const totals = new Map<string, number>();
   let due = 0;
   for (const c of counts) {
@@ -70,10 +70,22 @@ ${unhandled.length
 <div class="tiles">${JOB_STATUSES.map((s) => html`<a class="tile" href="${ctx.base}/jobs${q({ status: s })}"><div class="n">${totals.get(s) ?? 0}</div><div class="l">${statusBadge(s)}</div></a>`)}
 <div class="tile"><div class="n">${due}</div><div class="l">due now</div></div>
 <div class="tile"><div class="n">${live.length}</div><div class="l">live workers</div></div></div>
+${alertsSection(alerts, nowMs)}
 <h2>By queue</h2>${countsTable(ctx, 'Queue', 'queue', sum(counts, (c) => c.queue))}
 <h2>By type</h2>${countsTable(ctx, 'Type', 'type', sum(counts, (c) => c.type))}
 <h2>Workers</h2>${workersTable(workers, nowMs)}`;
   return layout(ctx, 'Overview', 'overview', body);
+}
+
+/** Each alert rule's state (a rule that never fired has no row); firing ones first. */
+function alertsSection(alerts: readonly AlertStateRow[], nowMs: number): Html | string {
+  if (alerts.length === 0) return '';
+  const firing = alerts.filter((a) => a.state === 'firing');
+  const rows = [...firing, ...alerts.filter((a) => a.state !== 'firing')];
+  return html`<h2>Alerts</h2>${firing.length ? html`<div class="notice bad"><strong>${firing.length} alert(s) firing.</strong> Notifications went to the configured log, callback and webhooks.</div>` : ''}
+<table><thead><tr><th>Rule</th><th>State</th><th>Since</th><th class="num">Value</th><th class="num">Episode</th></tr></thead><tbody>
+${rows.map((a) => html`<tr><td class="mono">${a.rule}</td><td><span class="badge ${a.state === 'firing' ? 's-dead' : 's-succeeded'}">${a.state}</span></td><td>${time(a.since)} <span class="muted">${ago(a.since, nowMs)}</span></td><td class="num">${a.value === null ? '—' : String(Math.round(a.value * 1000) / 1000)}</td><td class="num">${a.episode}</td></tr>`)}
+</tbody></table>`;
 }
 
 function workersTable(workers: readonly WorkerRow[], nowMs: number): Html {

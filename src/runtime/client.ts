@@ -12,7 +12,7 @@ import {
   ValidationError,
   buildNewJob,
 } from '../core/index.js';
-import type { AttemptRow, EffectRow, JobCount, JobQuery, JobRow, NewJob, Storage, WorkerRow } from '../core/storage.js';
+import type { AlertStateRow, AttemptRow, EffectRow, JobCount, JobQuery, JobRow, NewJob, Storage, WorkerRow } from '../core/storage.js';
 import type { LockRow, ScheduleRow } from '../core/schedules.js';
 import { LocalBus } from './env.js';
 import type { AnyJobDefinition, JobDefinition } from './job-definition.js';
@@ -167,6 +167,11 @@ export class Client {
   /** Locks and semaphore slots currently held: holder, since when, expires when. */
   listLocks(params?: { name?: string }): Promise<LockRow[]> {
     return this.storage.locks.list(params);
+  }
+
+  /** Each alert rule's state (firing or ok, since when, the value that moved it); a rule that never fired has none. */
+  listAlerts(): Promise<AlertStateRow[]> {
+    return this.storage.alerts.list();
   }
 
   listEffects(params: { jobId?: string; limit?: number } = {}): Promise<EffectRow[]> {
