@@ -27,7 +27,8 @@ await describeEachKind('cluster-wide cap per job type', STORAGE_KINDS, (kind) =>
     let maxRunning = 0;
     let started = 0;
     // the cap is reached whatever the timing: the first job waits for a second to run beside it
-    const second = Promise.withResolvers<void>();
+    let secondStarted!: () => void;
+    const second = new Promise<void>((r) => (secondStarted = r));
     const spans: { id: string; start: number; end: number }[] = [];
     const report = defineJob({
       type: 'report',
@@ -38,8 +39,8 @@ await describeEachKind('cluster-wide cap per job type', STORAGE_KINDS, (kind) =>
         started++;
         maxRunning = Math.max(maxRunning, running);
         const start = Date.now();
-        if (started === 2) second.resolve();
-        if (started === 1) await second.promise;
+        if (started === 2) secondStarted();
+        if (started === 1) await second;
         await sleep(20);
         spans.push({ id: ctx.job.id, start, end: Date.now() });
         running--;
