@@ -18,7 +18,7 @@ const sql = jobsSql(`"${schema}"`);
 const pool = new pg.Pool({ connectionString: PG_URL, max: 10 });
 const c = new pg.Client({ connectionString: PG_URL });
 await c.connect();
-const args = ['default', 'noop', '{"i":1}', 0, null, 0, 5, 300000, 3600000, 'leasehold', schema];
+const args = ['default', 'noop', '{"i":1}', 0, null, 0, 5, 300000, 3600000, 'leasehold', schema, null];
 const job = { queue: 'default', type: 'noop', payload: { i: 1 }, priority: 0, runAt: null, runAfterMs: 0, maxAttempts: 5, idempotencyKey: null, timeoutMs: 300000, maxRuntimeMs: 3600000 };
 const variants: [string, () => Promise<unknown>][] = [
   ['client.enqueue()', () => client.enqueue('noop', { i: 1 })],
