@@ -27,3 +27,7 @@ export type { SchedulerOptions } from './runtime/scheduler.js';
 export { nextAfterFor, validateSchedule } from './runtime/cron.js';
 export { createHealth, createMetrics, createObserveApp, healthRoutes, metricsRoutes, serveObserve, SAMPLER_LOCK } from './observe/index.js';
 export type { Health, HealthOptions, HealthReport, Metrics, MetricsOptions, ObserveEndpoints, RunningObserve, ServeObserveOptions, WorkerLike } from './observe/index.js';
+export { ALERTS_LOCK, AlertEvaluator } from './runtime/alert-evaluator.js';
+export type { AlertEvaluatorOptions, AlertOptions } from './runtime/alert-evaluator.js';
+export { alertWebhookJob } from './runtime/alert-webhook.js';
+export type { AlertWebhookPayload } from './runtime/alert-webhook.js';
