@@ -3,6 +3,7 @@
  * no persistence). It passes the same conformance suite as the SQL adapters; "now" is the
  * injected clock, and rows handed out are always copies.
  */
+import { AggregateStorage } from '../aggregates.js';
 import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
 import { MemoryAlerts } from './alerts.js';
 import { MemoryDiagnostics } from './diagnostics.js';
@@ -25,36 +26,17 @@ export interface MemoryStorageOptions {
 const MIGRATIONS = [{ version: 1, name: 'baseline' }];
 const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
 
-export class MemoryStorage implements Storage {
+const MEMORY_AGGREGATES = { jobs: MemoryJobs, leases: MemoryLeases, attempts: MemoryAttempts, effects: MemoryEffects, schedules: MemorySchedules, locks: MemoryLocks, workers: MemoryWorkers, queues: MemoryQueues, alerts: MemoryAlerts, diagnostics: MemoryDiagnostics } as const;
+
+export class MemoryStorage extends AggregateStorage<MemoryDb, typeof MEMORY_AGGREGATES> implements Storage {
   readonly dialect = 'memory';
   readonly expectedSchemaVersion = SCHEMA_VERSION;
   readonly capabilities: Capabilities = { multiProcess: false, transactionalEnqueue: false, listenNotify: false };
-  readonly jobs: MemoryJobs;
-  readonly leases: MemoryLeases;
-  readonly attempts: MemoryAttempts;
-  readonly effects: MemoryEffects;
-  readonly schedules: MemorySchedules;
-  readonly locks: MemoryLocks;
-  readonly workers: MemoryWorkers;
-  readonly queues: MemoryQueues;
-  readonly alerts: MemoryAlerts;
-  readonly diagnostics: MemoryDiagnostics;
 
-  private readonly db: MemoryDb;
   private version = 0;
 
   constructor(opts: MemoryStorageOptions = {}) {
-    const db = (this.db = new MemoryDb(opts.clock ?? Date.now));
-    this.jobs = new MemoryJobs(db);
-    this.leases = new MemoryLeases(db);
-    this.attempts = new MemoryAttempts(db);
-    this.effects = new MemoryEffects(db);
-    this.schedules = new MemorySchedules(db);
-    this.locks = new MemoryLocks(db);
-    this.workers = new MemoryWorkers(db);
-    this.queues = new MemoryQueues(db);
-    this.alerts = new MemoryAlerts(db);
-    this.diagnostics = new MemoryDiagnostics(db);
+    super(new MemoryDb(opts.clock ?? Date.now), MEMORY_AGGREGATES);
   }
 
   async migrate(): Promise<MigrateResult> {

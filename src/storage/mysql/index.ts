@@ -8,6 +8,7 @@
 import type mysql from 'mysql2/promise';
 import { ValidationError } from '../../core/errors.js';
 import { idleTransactionTimeoutMs } from '../../core/limits.js';
+import { AggregateStorage } from '../aggregates.js';
 import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
 import { MysqlAlerts } from './alerts.js';
 import { MysqlDiagnostics } from './diagnostics.js';
@@ -44,22 +45,13 @@ const PREFIX_RE = /^[A-Za-z0-9_]{0,32}$/;
 const NOW_SQL = `-- leasehold now: the database's clock, UTC, microseconds
   SELECT ${NOW} AS now`;
 
-export class MysqlStorage implements Storage {
+const MYSQL_AGGREGATES = { jobs: MysqlJobs, leases: MysqlLeases, attempts: MysqlAttempts, effects: MysqlEffects, schedules: MysqlSchedules, locks: MysqlLocks, workers: MysqlWorkers, queues: MysqlQueues, alerts: MysqlAlerts, diagnostics: MysqlDiagnostics } as const;
+
+export class MysqlStorage extends AggregateStorage<Db, typeof MYSQL_AGGREGATES> implements Storage {
   readonly dialect = 'mysql';
   readonly expectedSchemaVersion = SCHEMA_VERSION;
   readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: false };
   readonly tablePrefix: string;
-  readonly jobs: MysqlJobs;
-  readonly leases: MysqlLeases;
-  readonly attempts: MysqlAttempts;
-  readonly effects: MysqlEffects;
-  readonly schedules: MysqlSchedules;
-  readonly locks: MysqlLocks;
-  readonly workers: MysqlWorkers;
-  readonly queues: MysqlQueues;
-  readonly alerts: MysqlAlerts;
-  readonly diagnostics: MysqlDiagnostics;
-  private readonly db: Db;
   private readonly ownPool: mysql.Pool | null;
   private closed = false;
 
@@ -67,20 +59,11 @@ export class MysqlStorage implements Storage {
     const prefix = opts.tablePrefix ?? 'leasehold_';
     if (!PREFIX_RE.test(prefix)) throw new ValidationError('INVALID_OPTION', `tablePrefix must match ${PREFIX_RE}; got ${JSON.stringify(prefix)}`);
     if (!opts.pool && !opts.uri) throw new ValidationError('INVALID_OPTION', 'mysql storage needs a `uri` or a `pool`');
-    this.tablePrefix = prefix;
-    this.ownPool = opts.pool ? null : createPool(opts.uri!, opts.poolSize ?? 10, idleTransactionTimeoutMs(opts.idleTransactionTimeoutMs));
+    const ownPool = opts.pool ? null : createPool(opts.uri!, opts.poolSize ?? 10, idleTransactionTimeoutMs(opts.idleTransactionTimeoutMs));
     // only our own pool is known to accept several statements per query
-    this.db = new Db((opts.pool ?? this.ownPool) as unknown as PoolLike, prefix, this.ownPool !== null);
-    this.jobs = new MysqlJobs(this.db);
-    this.leases = new MysqlLeases(this.db);
-    this.attempts = new MysqlAttempts(this.db);
-    this.effects = new MysqlEffects(this.db);
-    this.schedules = new MysqlSchedules(this.db);
-    this.locks = new MysqlLocks(this.db);
-    this.workers = new MysqlWorkers(this.db);
-    this.queues = new MysqlQueues(this.db);
-    this.alerts = new MysqlAlerts(this.db);
-    this.diagnostics = new MysqlDiagnostics(this.db);
+    super(new Db((opts.pool ?? ownPool) as unknown as PoolLike, prefix, ownPool !== null), MYSQL_AGGREGATES);
+    this.tablePrefix = prefix;
+    this.ownPool = ownPool;
   }
 
   migrate(): Promise<MigrateResult> {

@@ -13,6 +13,7 @@
 import pg from 'pg';
 import { ValidationError } from '../../core/errors.js';
 import { idleTransactionTimeoutMs } from '../../core/limits.js';
+import { AggregateStorage } from '../aggregates.js';
 import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
 import { PostgresAlerts } from './alerts.js';
 import { PostgresDiagnostics } from './diagnostics.js';
@@ -88,23 +89,14 @@ function createPool(opts: PostgresStorageOptions): pg.Pool {
   return pool;
 }
 
-export class PostgresStorage implements Storage {
+const POSTGRES_AGGREGATES = { jobs: PostgresJobs, leases: PostgresLeases, attempts: PostgresAttempts, effects: PostgresEffects, schedules: PostgresSchedules, locks: PostgresLocks, workers: PostgresWorkers, queues: PostgresQueues, alerts: PostgresAlerts, diagnostics: PostgresDiagnostics } as const;
+
+export class PostgresStorage extends AggregateStorage<Db, typeof POSTGRES_AGGREGATES> implements Storage {
   readonly dialect = 'postgres';
   readonly expectedSchemaVersion = SCHEMA_VERSION;
   readonly capabilities: Capabilities;
   readonly schema: string;
   readonly pool: pg.Pool;
-  readonly jobs: PostgresJobs;
-  readonly leases: PostgresLeases;
-  readonly attempts: PostgresAttempts;
-  readonly effects: PostgresEffects;
-  readonly schedules: PostgresSchedules;
-  readonly locks: PostgresLocks;
-  readonly workers: PostgresWorkers;
-  readonly queues: PostgresQueues;
-  readonly alerts: PostgresAlerts;
-  readonly diagnostics: PostgresDiagnostics;
-  private readonly db: Db;
   private readonly ownsPool: boolean;
   private closing: Promise<void> | null = null;
   private listener: PgListener | null = null;
@@ -112,30 +104,22 @@ export class PostgresStorage implements Storage {
   private readonly listenConfig: pg.ClientConfig | null;
 
   constructor(opts: PostgresStorageOptions = {}) {
-    this.schema = opts.schema ?? 'leasehold';
+    const schema = opts.schema ?? 'leasehold';
     // refused before a pool is made for it
-    quoteSchema(this.schema);
+    quoteSchema(schema);
     if (opts.pgbouncer !== undefined && opts.pgbouncer !== 'transaction') throw new ValidationError('INVALID_OPTION', "pgbouncer must be 'transaction' (session pooling needs no option)");
     if (opts.listenUrl !== undefined && (typeof opts.listenUrl !== 'string' || opts.listenUrl === '')) throw new ValidationError('INVALID_OPTION', 'listenUrl must be a postgres:// connection string');
     const pool = opts.pool ?? createPool(opts);
     const config = (pool as unknown as { options: pg.ClientConfig }).options;
-    this.listenConfig = opts.listenUrl
+    const listenConfig: pg.ClientConfig | null = opts.listenUrl
       ? { connectionString: opts.listenUrl, application_name: 'leasehold-listener', ...(config.connectionTimeoutMillis ? { connectionTimeoutMillis: config.connectionTimeoutMillis } : {}) }
       : opts.pgbouncer ? null : { ...config, application_name: `${config.application_name ?? 'leasehold'}-listener` };
-    this.capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: this.listenConfig !== null };
-    this.db = new Db(pool, this.schema, !opts.pgbouncer);
+    super(new Db(pool, schema, !opts.pgbouncer), POSTGRES_AGGREGATES);
+    this.schema = schema;
+    this.listenConfig = listenConfig;
+    this.capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: listenConfig !== null };
     this.pool = pool;
     this.ownsPool = !opts.pool;
-    this.jobs = new PostgresJobs(this.db);
-    this.leases = new PostgresLeases(this.db);
-    this.attempts = new PostgresAttempts(this.db);
-    this.effects = new PostgresEffects(this.db);
-    this.schedules = new PostgresSchedules(this.db);
-    this.locks = new PostgresLocks(this.db);
-    this.workers = new PostgresWorkers(this.db);
-    this.queues = new PostgresQueues(this.db);
-    this.alerts = new PostgresAlerts(this.db);
-    this.diagnostics = new PostgresDiagnostics(this.db);
   }
 
   migrate(): Promise<MigrateResult> {

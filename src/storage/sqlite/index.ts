@@ -6,6 +6,7 @@
  * Transactions are synchronous in both drivers, so a caller's own transaction cannot span an
  * `await`: `transactionalEnqueue` is false and `{ tx }` is refused with NotSupportedError.
  */
+import { AggregateStorage } from '../aggregates.js';
 import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
 import { SqliteAlerts } from './alerts.js';
 import { SqliteDiagnostics } from './diagnostics.js';
@@ -40,40 +41,22 @@ export interface SqliteStorageOptions {
   driver?: SqliteDriverName;
 }
 
-export class SqliteStorage implements Storage {
+const SQLITE_AGGREGATES = { jobs: SqliteJobs, leases: SqliteLeases, attempts: SqliteAttempts, effects: SqliteEffects, schedules: SqliteSchedules, locks: SqliteLocks, workers: SqliteWorkers, queues: SqliteQueues, alerts: SqliteAlerts, diagnostics: SqliteDiagnostics } as const;
+
+export class SqliteStorage extends AggregateStorage<SqliteDb, typeof SQLITE_AGGREGATES> implements Storage {
   readonly dialect = 'sqlite';
   readonly expectedSchemaVersion = SCHEMA_VERSION;
   readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: false, listenNotify: false };
-  readonly jobs: SqliteJobs;
-  readonly leases: SqliteLeases;
-  readonly attempts: SqliteAttempts;
-  readonly effects: SqliteEffects;
-  readonly schedules: SqliteSchedules;
-  readonly locks: SqliteLocks;
-  readonly workers: SqliteWorkers;
-  readonly queues: SqliteQueues;
-  readonly alerts: SqliteAlerts;
-  readonly diagnostics: SqliteDiagnostics;
-  private readonly db: SqliteDb;
 
   constructor(opts: SqliteStorageOptions) {
-    const db = (this.db = new SqliteDb({
+    const db = new SqliteDb({
       path: opts.path,
       prefix: checkPrefix(opts.tablePrefix ?? 'leasehold_'),
       busyTimeoutMs: opts.busyTimeoutMs ?? 5000,
       driver: checkDriver(opts.driver),
       clock: opts.clock ?? Date.now,
-    }));
-    this.jobs = new SqliteJobs(db);
-    this.leases = new SqliteLeases(db);
-    this.attempts = new SqliteAttempts(db);
-    this.effects = new SqliteEffects(db);
-    this.schedules = new SqliteSchedules(db);
-    this.locks = new SqliteLocks(db);
-    this.workers = new SqliteWorkers(db);
-    this.queues = new SqliteQueues(db);
-    this.alerts = new SqliteAlerts(db);
-    this.diagnostics = new SqliteDiagnostics(db);
+    });
+    super(db, SQLITE_AGGREGATES);
   }
 
   async migrate(): Promise<MigrateResult> {

@@ -1,0 +1,34 @@
+/**
+ * What every adapter's Storage is made of: one object per aggregate, each built over the
+ * adapter's database handle. The list lives here once, so an adapter's index.ts names its
+ * classes in one table and a new aggregate is added in one place.
+ */
+import type { Storage } from '../core/storage.js';
+
+export const AGGREGATES = ['jobs', 'leases', 'attempts', 'effects', 'schedules', 'locks', 'workers', 'queues', 'alerts', 'diagnostics'] as const;
+export type AggregateName = (typeof AGGREGATES)[number];
+
+/** An adapter's class for each aggregate, made from its database handle. */
+export type AggregateClasses<D> = { readonly [K in AggregateName]: new (db: D) => Storage[K] };
+
+/** The base of every adapter's Storage: its aggregates, typed as the adapter's own classes. */
+export abstract class AggregateStorage<D, C extends AggregateClasses<D>> {
+  declare readonly jobs: InstanceType<C['jobs']>;
+  declare readonly leases: InstanceType<C['leases']>;
+  declare readonly attempts: InstanceType<C['attempts']>;
+  declare readonly effects: InstanceType<C['effects']>;
+  declare readonly schedules: InstanceType<C['schedules']>;
+  declare readonly locks: InstanceType<C['locks']>;
+  declare readonly workers: InstanceType<C['workers']>;
+  declare readonly queues: InstanceType<C['queues']>;
+  declare readonly alerts: InstanceType<C['alerts']>;
+  declare readonly diagnostics: InstanceType<C['diagnostics']>;
+
+  protected constructor(
+    protected readonly db: D,
+    classes: C,
+  ) {
+    const self = this as unknown as Record<AggregateName, unknown>;
+    for (const name of AGGREGATES) self[name] = new classes[name](db);
+  }
+}
