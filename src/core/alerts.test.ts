@@ -22,12 +22,12 @@ const row = (r: string, state: 'ok' | 'firing', episode: number): AlertStateRow 
 describe('alert rules', () => {
   it('failureRate: failed / (failed + succeeded) of its type, once minAttempts ended; snoozes and hand-backs count neither way', () => {
     const m = measured({ attempts: [ended('failed', 2), ended('timed_out', 1), ended('succeeded', 3), ended('snoozed', 9), ended('handed_back', 9), ended('failed', 50, 'other')] });
-    assert.deepEqual(checkAlertRule(rate, m), { rule: rate, value: 0.5, holds: true });
+    assert.deepEqual(checkAlertRule(rate, m), { rule: rate, value: 0.5, holds: true, clears: false });
     // at the threshold: not above it
     assert.equal(checkAlertRule(rate, measured({ attempts: [ended('failed', 1), ended('succeeded', 4)] })).holds, false);
-    // too few attempts to judge, however bad
-    assert.deepEqual(checkAlertRule(rate, measured({ attempts: [ended('dead', 3)] })), { rule: rate, value: 1, holds: false });
-    assert.deepEqual(checkAlertRule(rate, measured()), { rule: rate, value: null, holds: false });
+    // too few attempts to fire, however bad; but not clear either: a firing rule keeps firing
+    assert.deepEqual(checkAlertRule(rate, measured({ attempts: [ended('dead', 3)] })), { rule: rate, value: 1, holds: false, clears: false });
+    assert.deepEqual(checkAlertRule(rate, measured()), { rule: rate, value: null, holds: false, clears: true });
   });
 
   it('counts the window the rule names, one query per distinct window', () => {
@@ -52,7 +52,7 @@ describe('alert rules', () => {
       { queue: 'idle', due: 0, running: 2, oldestDueAgeMs: null },
     ];
     const any = rule({ kind: 'stuckQueue', maxAgeMs: 600_000 });
-    assert.deepEqual(checkAlertRule(any, measured({ health })), { rule: any, value: 700_000, holds: true });
+    assert.deepEqual(checkAlertRule(any, measured({ health })), { rule: any, value: 700_000, holds: true, clears: false });
     assert.equal(checkAlertRule(rule({ kind: 'stuckQueue', queue: 'default', maxAgeMs: 600_000 }), measured({ health })).holds, false);
     assert.deepEqual(checkAlertRule(rule({ kind: 'stuckQueue', queue: 'idle', maxAgeMs: 1 }), measured({ health })).value, null);
   });
@@ -73,6 +73,9 @@ describe('alert decisions', () => {
     assert.deepEqual(first.transitions, [{ rule: rate.name, episode: 0, state: 'firing', value: 0.8 }]);
     assert.deepEqual(decideAlerts([rate], bad, [row(rate.name, 'firing', 1)], first.memo).transitions, []);
     assert.deepEqual(decideAlerts([rate], good, [row(rate.name, 'firing', 1)], first.memo).transitions, [{ rule: rate.name, episode: 1, state: 'ok', value: 0 }]);
+    // a firing rate keeps firing on a trickle of failures below minAttempts; it resolves once none are left
+    assert.deepEqual(decideAlerts([rate], measured({ attempts: [ended('failed', 1)] }), [row(rate.name, 'firing', 1)], new Map()).transitions, []);
+    assert.deepEqual(decideAlerts([rate], measured(), [row(rate.name, 'firing', 1)], new Map()).transitions, [{ rule: rate.name, episode: 1, state: 'ok', value: null }]);
     // a new incident after a resolve is the next episode
     assert.deepEqual(decideAlerts([rate], bad, [row(rate.name, 'ok', 2)], new Map()).transitions, [{ rule: rate.name, episode: 2, state: 'firing', value: 0.8 }]);
   });

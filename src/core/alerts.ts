@@ -72,7 +72,10 @@ export interface AlertMemo {
 
 export interface AlertCheck {
   rule: AlertRuleSpec;
+  /** the rule may fire */
   holds: boolean;
+  /** a firing rule may resolve: not holding, except that a failure rate needs no minAttempts to keep firing */
+  clears: boolean;
   value: number | null;
 }
 
@@ -150,6 +153,10 @@ function targets(rule: AlertRuleSpec, type: string | null, queue: string): boole
   return typeOk && (rule.queue === null || rule.queue === queue);
 }
 
+function held(rule: AlertRuleSpec, value: number | null, holds: boolean): AlertCheck {
+  return { rule, value, holds, clears: !holds };
+}
+
 /** Whether the rule's condition holds now, and the value it is judged by. */
 export function checkAlertRule(rule: AlertRuleSpec, m: AlertMeasurements): AlertCheck {
   const counted = (pick: (o: AttemptOutcome) => boolean) =>
@@ -159,20 +166,21 @@ export function checkAlertRule(rule: AlertRuleSpec, m: AlertMeasurements): Alert
       const failed = counted((o) => FAILED.has(o));
       const total = failed + counted((o) => o === 'succeeded');
       const value = total === 0 ? null : failed / total;
-      return { rule, value, holds: value !== null && total >= rule.minAttempts && value > rule.above };
+      // minAttempts keeps a few failures from firing the rule; once firing, a trickle that still fails does not resolve it
+      return { rule, value, holds: value !== null && total >= rule.minAttempts && value > rule.above, clears: value === null || value <= rule.above };
     }
     case 'deadJobs': {
       const value = counted((o) => o === 'dead');
-      return { rule, value, holds: value > rule.above };
+      return held(rule, value, value > rule.above);
     }
     case 'stuckQueue': {
       const ages = m.health.filter((h) => targets(rule, null, h.queue) && h.oldestDueAgeMs !== null).map((h) => h.oldestDueAgeMs as number);
       const value = ages.length === 0 ? null : Math.max(...ages);
-      return { rule, value, holds: value !== null && value > (rule.maxAgeMs ?? Infinity) };
+      return held(rule, value, value !== null && value > (rule.maxAgeMs ?? Infinity));
     }
     case 'unhandled': {
       const value = m.unhandled.filter((u) => targets(rule, u.type, u.queue)).reduce((a, u) => a + u.due, 0);
-      return { rule, value, holds: value > 0 };
+      return held(rule, value, value > 0);
     }
   }
 }
@@ -194,13 +202,13 @@ export function decideAlerts(rules: readonly AlertRuleSpec[], m: AlertMeasuremen
   for (const rule of rules) {
     const check = checkAlertRule(rule, m);
     const prev = memo.get(rule.name);
-    const next: AlertMemo = check.holds ? { heldSince: prev?.heldSince ?? m.nowMs, clearSince: null } : { heldSince: null, clearSince: prev?.clearSince ?? m.nowMs };
+    const next: AlertMemo = { heldSince: check.holds ? (prev?.heldSince ?? m.nowMs) : null, clearSince: check.clears ? (prev?.clearSince ?? m.nowMs) : null };
     const row = rows.get(rule.name);
     const firing = row?.state === 'firing';
     const episode = row?.episode ?? 0;
     if (!firing && check.holds && m.nowMs - (next.heldSince ?? m.nowMs) >= rule.forMs) {
       out.transitions.push({ rule: rule.name, episode, state: 'firing', value: check.value });
-    } else if (firing && !check.holds && m.nowMs - (next.clearSince ?? m.nowMs) >= rule.keepFiringForMs) {
+    } else if (firing && check.clears && m.nowMs - (next.clearSince ?? m.nowMs) >= rule.keepFiringForMs) {
       out.transitions.push({ rule: rule.name, episode, state: 'ok', value: check.value });
     }
     out.checks.push(check);

@@ -11,7 +11,7 @@
 import type { AlertMemo, AlertNotification, AlertRule, AlertRuleSpec, AlertStateRow } from '../core/index.js';
 import { ValidationError, alertNotification, alertWindows, decideAlerts, normalizeAlertRules, notifies } from '../core/index.js';
 import type { Storage } from '../core/storage.js';
-import { checkWebhooks, webhookItems } from './alert-webhook.js';
+import { alertWebhookJob, checkWebhooks, webhookItems } from './alert-webhook.js';
 import { Client, findUnhandled } from './client.js';
 import type { Logger } from './env.js';
 import { defaultLogger } from './env.js';
@@ -76,7 +76,8 @@ export class AlertEvaluator {
     this.#lockTtlMs = Math.max(3 * this.#intervalMs, 10_000);
     this.#healWindowMs = Math.max(10 * this.#intervalMs, 2 * this.#lockTtlMs);
     this.#locks = new Locks(this.#storage, opts.owner === undefined ? {} : { owner: opts.owner });
-    this.#client = new Client({ storage: this.#storage });
+    // the webhook job's own policies (attempts, timeout) apply to what is enqueued
+    this.#client = new Client({ storage: this.#storage, jobs: [alertWebhookJob] });
     this.#random = opts.random ?? Math.random;
     this.log = opts.logger ?? defaultLogger();
   }

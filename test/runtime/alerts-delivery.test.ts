@@ -135,6 +135,8 @@ describe('alert webhook jobs (memory)', () => {
   test('a receiver that fails (5xx) is tried again until it answers 2xx', async () => {
     const { done, attempts, received } = await deliver((nth) => (nth < 3 ? 503 : 204));
     assert.equal(done.status, 'succeeded');
+    // enqueued with the webhook job's own policies
+    assert.deepEqual([done.maxAttempts, done.timeoutMs], [12, 30_000]);
     assert.deepEqual(attempts.map((a) => [a.outcome, a.errorCode]), [['failed', 'HTTP_503'], ['failed', 'HTTP_503'], ['succeeded', null]]);
     // the message names the receiver without its query (a token may ride there)
     assert.match(attempts[0]?.errorMessage ?? '', /^webhook http:\/\/127\.0\.0\.1:\d+\/hooks\/alerts answered 503: ok$/);
