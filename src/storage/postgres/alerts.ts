@@ -5,7 +5,7 @@
  * on the row lock and finds the episode moved.
  */
 import type { AlertStateRow, AlertStore, AlertTransition } from '../../core/storage.js';
-import type { Db, Row } from './db.js';
+import { type Db, type Row, PgAggregate } from './db.js';
 import { NOW, date } from './sql.js';
 
 const COLUMNS = 'rule, state, episode, since, value, updated_at';
@@ -36,11 +36,10 @@ const toAlertRow = (r: Row): AlertStateRow => ({
   value: r.value == null ? null : Number(r.value), updatedAt: date(r.updated_at),
 });
 
-export class PostgresAlerts implements AlertStore {
-  private readonly sql: ReturnType<typeof alertsSql>;
+export class PostgresAlerts extends PgAggregate<ReturnType<typeof alertsSql>> implements AlertStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = alertsSql(db.q);
+  constructor(db: Db) {
+    super(db, alertsSql);
   }
 
   async list(): Promise<AlertStateRow[]> {

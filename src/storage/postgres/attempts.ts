@@ -5,7 +5,7 @@
  */
 import type { AttemptOutcome } from '../../core/status.js';
 import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
-import type { Db } from './db.js';
+import { type Db, PgAggregate } from './db.js';
 import { NOW, ms, toAttemptRow, validId } from './sql.js';
 
 function attemptsSql(s: string) {
@@ -33,11 +33,10 @@ GROUP BY j.type, j.queue, a.outcome ORDER BY j.type, j.queue, a.outcome`,
   };
 }
 
-export class PostgresAttempts implements AttemptStore {
-  private readonly sql: ReturnType<typeof attemptsSql>;
+export class PostgresAttempts extends PgAggregate<ReturnType<typeof attemptsSql>> implements AttemptStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = attemptsSql(db.q);
+  constructor(db: Db) {
+    super(db, attemptsSql);
   }
 
   async list(p: { jobId: string }): Promise<AttemptRow[]> {

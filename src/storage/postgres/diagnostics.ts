@@ -6,7 +6,7 @@
  */
 import { declaredIndexes } from '../../core/schema-indexes.js';
 import type { DiagnosticsStore, IndexFact, PrunableQuery, StorageFacts } from '../../core/storage.js';
-import type { Db } from './db.js';
+import { type Db, PgAggregate } from './db.js';
 import { MIGRATIONS } from './migrations.js';
 import { NOW, ms } from './sql.js';
 
@@ -39,11 +39,10 @@ SELECT count(*)::float8 AS n FROM ${s}.jobs WHERE finished_at < ${NOW} - ${ms('$
   };
 }
 
-export class PostgresDiagnostics implements DiagnosticsStore {
-  private readonly sql: ReturnType<typeof diagnosticsSql>;
+export class PostgresDiagnostics extends PgAggregate<ReturnType<typeof diagnosticsSql>> implements DiagnosticsStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = diagnosticsSql(db.q);
+  constructor(db: Db) {
+    super(db, diagnosticsSql);
   }
 
   async inspect(): Promise<StorageFacts> {

@@ -6,7 +6,7 @@
 import { assertDistinctEffectKeys } from '../../core/effects.js';
 import { TransientStorageError } from '../../core/errors.js';
 import type { EffectParams, EffectRecord, EffectReservation, EffectRow, EffectStore } from '../../core/storage.js';
-import type { Db } from './db.js';
+import { type Db, PgAggregate } from './db.js';
 import { NOW, jsonParam, toEffectRow, validId } from './sql.js';
 
 export function effectsSql(s: string) {
@@ -108,18 +108,15 @@ SELECT count(*)::int AS n FROM ${s}.effects`,
   };
 }
 
-export class PostgresEffects implements EffectStore {
-  private readonly sql: ReturnType<typeof effectsSql>;
+export class PostgresEffects extends PgAggregate<ReturnType<typeof effectsSql>> implements EffectStore {
   /** the writes of every `ctx.once`, and the read after a reserve that did not land, prepared */
-  private readonly hot;
+  private readonly hot = {
+    reserve: this.db.prepare(this.sql.reserve), state: this.db.prepare(this.sql.state), complete: this.db.prepare(this.sql.complete),
+    reserveMany: this.db.prepare(this.sql.reserveMany), stateMany: this.db.prepare(this.sql.stateMany), completeMany: this.db.prepare(this.sql.completeMany),
+  };
 
-  constructor(private readonly db: Db) {
-    const sql = effectsSql(db.q);
-    this.sql = sql;
-    this.hot = {
-      reserve: db.prepare(sql.reserve), state: db.prepare(sql.state), complete: db.prepare(sql.complete),
-      reserveMany: db.prepare(sql.reserveMany), stateMany: db.prepare(sql.stateMany), completeMany: db.prepare(sql.completeMany),
-    };
+  constructor(db: Db) {
+    super(db, effectsSql);
   }
 
   async reserve(p: EffectParams): Promise<EffectReservation> {

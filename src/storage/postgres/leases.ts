@@ -11,7 +11,7 @@ import type { JobStatus } from '../../core/status.js';
 import type {
   ClaimedJob, ClaimParams, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseRef, LeaseStore,
 } from '../../core/storage.js';
-import { txClient, type Db } from './db.js';
+import { txClient, type Db, PgAggregate } from './db.js';
 import { NOW, date, dateOrNull, durationSince, ms, safeText, strOrNull, toExpiredLease, validId } from './sql.js';
 
 /** What a claim sends back per job, in this order: what the worker cannot compute itself. */
@@ -163,14 +163,11 @@ function toClaimedJob(r: unknown[], workerId: string, base: string): ClaimedJob 
   return job;
 }
 
-export class PostgresLeases implements LeaseStore {
-  private readonly sql: ReturnType<typeof leasesSql>;
-  private readonly hot;
+export class PostgresLeases extends PgAggregate<ReturnType<typeof leasesSql>> implements LeaseStore {
+  private readonly hot = { claim: this.db.prepare(this.sql.claimCall, 'array'), heartbeat: this.db.prepare(this.sql.heartbeat), finish: this.db.prepare(this.sql.finish) };
 
-  constructor(private readonly db: Db) {
-    const sql = leasesSql(db.q);
-    this.sql = sql;
-    this.hot = { claim: db.prepare(sql.claimCall, 'array'), heartbeat: db.prepare(sql.heartbeat), finish: db.prepare(sql.finish) };
+  constructor(db: Db) {
+    super(db, leasesSql);
   }
 
   async claim(p: ClaimParams): Promise<ClaimedJob[]> {

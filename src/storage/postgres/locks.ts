@@ -7,7 +7,7 @@
 import type { AcquireLockParams, LockGrant, LockRow } from '../../core/schedules.js';
 import { checkLockSlots } from '../../core/schedules.js';
 import type { LockStore } from '../../core/storage.js';
-import { query, type Db } from './db.js';
+import { query, type Db, PgAggregate } from './db.js';
 import { date, numOrNull, toLockRow } from './sql.js';
 
 const CLOCK = "date_trunc('milliseconds', clock_timestamp())";
@@ -39,11 +39,10 @@ WHERE slot >= 0 AND token IS NOT NULL AND ($1::text IS NULL OR name = $1) ORDER 
   };
 }
 
-export class PostgresLocks implements LockStore {
-  private readonly sql: ReturnType<typeof locksSql>;
+export class PostgresLocks extends PgAggregate<ReturnType<typeof locksSql>> implements LockStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = locksSql(db.q);
+  constructor(db: Db) {
+    super(db, locksSql);
   }
 
   async acquire(p: AcquireLockParams): Promise<LockGrant | null> {

@@ -1,6 +1,6 @@
 /** What the queues hold: jobs by queue, type and status, and each queue's health, for the dashboard, the CLI and alerts. */
 import type { JobCount, QueueHealth, QueueStore } from '../../core/storage.js';
-import type { Db } from './db.js';
+import { type Db, PgAggregate } from './db.js';
 import { NOW, toJobCount } from './sql.js';
 
 function queuesSql(s: string) {
@@ -24,11 +24,10 @@ GROUP BY queue ORDER BY queue`,
   };
 }
 
-export class PostgresQueues implements QueueStore {
-  private readonly sql: ReturnType<typeof queuesSql>;
+export class PostgresQueues extends PgAggregate<ReturnType<typeof queuesSql>> implements QueueStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = queuesSql(db.q);
+  constructor(db: Db) {
+    super(db, queuesSql);
   }
 
   async counts(): Promise<JobCount[]> {

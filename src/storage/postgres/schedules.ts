@@ -6,7 +6,7 @@
  */
 import type { FireScheduleParams, FireScheduleResult, ScheduledJob, ScheduleRow, ScheduleUpsert } from '../../core/schedules.js';
 import type { JobRow, ScheduleStore } from '../../core/storage.js';
-import { query, type Db, type Queryable, type Row } from './db.js';
+import { query, type Db, type Queryable, type Row, PgAggregate } from './db.js';
 import { NOW, jsonParam, toJobRow, toScheduleRow } from './sql.js';
 
 function schedulesSql(s: string) {
@@ -50,11 +50,10 @@ SELECT pg_notify($1, $2)`,
   };
 }
 
-export class PostgresSchedules implements ScheduleStore {
-  private readonly sql: ReturnType<typeof schedulesSql>;
+export class PostgresSchedules extends PgAggregate<ReturnType<typeof schedulesSql>> implements ScheduleStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = schedulesSql(db.q);
+  constructor(db: Db) {
+    super(db, schedulesSql);
   }
 
   private async upsertOn(c: Queryable, u: ScheduleUpsert): Promise<ScheduleRow> {

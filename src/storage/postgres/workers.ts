@@ -1,6 +1,6 @@
 /** Worker processes and their heartbeats: who is alive, for the dashboard and faster rescue. */
 import type { WorkerInfo, WorkerRow, WorkerStore } from '../../core/storage.js';
-import type { Db } from './db.js';
+import { type Db, PgAggregate } from './db.js';
 import { NOW, ms, toWorkerRow } from './sql.js';
 
 function workersSql(s: string) {
@@ -29,11 +29,10 @@ SELECT count(*)::int AS n FROM gone`,
   };
 }
 
-export class PostgresWorkers implements WorkerStore {
-  private readonly sql: ReturnType<typeof workersSql>;
+export class PostgresWorkers extends PgAggregate<ReturnType<typeof workersSql>> implements WorkerStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = workersSql(db.q);
+  constructor(db: Db) {
+    super(db, workersSql);
   }
 
   async register(w: WorkerInfo): Promise<void> {
