@@ -7,7 +7,7 @@
  */
 import type { AlertStateRow, AlertStore, AlertTransition } from '../../core/storage.js';
 import { type Db, exec, isDuplicate, run } from './db.js';
-import { NOW, type Row, type Tables, parseUtc } from './sql.js';
+import { MysqlAggregate, NOW, type Row, type Tables, parseUtc } from './sql.js';
 
 const COLS = 'rule, state, episode, since, value, updated_at';
 
@@ -30,11 +30,10 @@ const toAlertRow = (r: Row): AlertStateRow => ({
   value: r.value == null ? null : Number(r.value), updatedAt: parseUtc(r.updated_at),
 });
 
-export class MysqlAlerts implements AlertStore {
-  private readonly sql: ReturnType<typeof alertsSql>;
+export class MysqlAlerts extends MysqlAggregate<ReturnType<typeof alertsSql>> implements AlertStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = alertsSql(db.t);
+  constructor(db: Db) {
+    super(db, alertsSql);
   }
 
   async list(): Promise<AlertStateRow[]> {

@@ -6,7 +6,7 @@
 import type { AttemptOutcome } from '../../core/status.js';
 import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
 import { type Db, run } from './db.js';
-import { NOW, type Tables, idParam, micros, toAttemptRow } from './sql.js';
+import { MysqlAggregate, NOW, type Tables, idParam, micros, toAttemptRow } from './sql.js';
 
 export function attemptsSql(t: Tables) {
   return {
@@ -29,11 +29,10 @@ export function attemptsSql(t: Tables) {
   };
 }
 
-export class MysqlAttempts implements AttemptStore {
-  private readonly sql: ReturnType<typeof attemptsSql>;
+export class MysqlAttempts extends MysqlAggregate<ReturnType<typeof attemptsSql>> implements AttemptStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = attemptsSql(db.t);
+  constructor(db: Db) {
+    super(db, attemptsSql);
   }
 
   async list(p: { jobId: string }): Promise<AttemptRow[]> {

@@ -8,7 +8,7 @@ import { declaredIndexes } from '../../core/schema-indexes.js';
 import type { DiagnosticsStore, PrunableQuery, SettingFact, StorageFacts } from '../../core/storage.js';
 import { type Db, run } from './db.js';
 import { MIGRATIONS } from './migrations.js';
-import { NOW, type Tables, micros } from './sql.js';
+import { MysqlAggregate, NOW, type Tables, micros } from './sql.js';
 
 /**
  * Variables read with SHOW VARIABLES (this session's values); MariaDB before 11.1 names the
@@ -30,11 +30,10 @@ function diagnosticsSql(t: Tables) {
   };
 }
 
-export class MysqlDiagnostics implements DiagnosticsStore {
-  private readonly sql: ReturnType<typeof diagnosticsSql>;
+export class MysqlDiagnostics extends MysqlAggregate<ReturnType<typeof diagnosticsSql>> implements DiagnosticsStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = diagnosticsSql(db.t);
+  constructor(db: Db) {
+    super(db, diagnosticsSql);
   }
 
   async inspect(): Promise<StorageFacts> {

@@ -12,7 +12,7 @@
 import type { InsertResult, JobQuery, JobRow, JobStore, NewJob, PruneParams } from '../../core/storage.js';
 import { alikeButPayload } from '../row-mapping.js';
 import { type Db, type Queryable, exec, isDuplicate, run } from './db.js';
-import { JOB_COLS, type MysqlFeatures, NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow, utcLiteral } from './sql.js';
+import { MysqlAggregate, JOB_COLS, type MysqlFeatures, NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow, utcLiteral } from './sql.js';
 
 const MAX_ROWS = 1000;
 /** Far below every server's max_allowed_packet (4 MiB+). */
@@ -76,11 +76,10 @@ export function jobsSql(t: Tables) {
 
 export type JobsSql = ReturnType<typeof jobsSql>;
 
-export class MysqlJobs implements JobStore {
-  readonly sql: JobsSql;
+export class MysqlJobs extends MysqlAggregate<JobsSql> implements JobStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = jobsSql(db.t);
+  constructor(db: Db) {
+    super(db, jobsSql);
   }
 
   async insert(p: { jobs: readonly NewJob[]; tx?: unknown }): Promise<InsertResult[]> {

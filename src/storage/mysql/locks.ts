@@ -8,7 +8,7 @@ import type { AcquireLockParams, LockGrant, LockRow } from '../../core/schedules
 import { checkLockSlots } from '../../core/schedules.js';
 import type { LockStore } from '../../core/storage.js';
 import { type Db, exec, run } from './db.js';
-import { NOW, type Row, type Tables, micros, parseUtc } from './sql.js';
+import { MysqlAggregate, NOW, type Row, type Tables, micros, parseUtc } from './sql.js';
 
 export function locksSql(t: Tables) {
   return {
@@ -37,11 +37,10 @@ export function locksSql(t: Tables) {
   };
 }
 
-export class MysqlLocks implements LockStore {
-  private readonly sql: ReturnType<typeof locksSql>;
+export class MysqlLocks extends MysqlAggregate<ReturnType<typeof locksSql>> implements LockStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = locksSql(db.t);
+  constructor(db: Db) {
+    super(db, locksSql);
   }
 
   /** The counter row is created in a statement of its own, so the READ COMMITTED transaction finds it to lock. */

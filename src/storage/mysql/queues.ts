@@ -2,7 +2,7 @@
 import type { JobStatus } from '../../core/status.js';
 import type { JobCount, QueueHealth, QueueStore } from '../../core/storage.js';
 import { type Db, run } from './db.js';
-import { NOW, type Tables } from './sql.js';
+import { MysqlAggregate, NOW, type Tables } from './sql.js';
 
 export function queuesSql(t: Tables) {
   return {
@@ -22,11 +22,10 @@ export function queuesSql(t: Tables) {
   };
 }
 
-export class MysqlQueues implements QueueStore {
-  private readonly sql: ReturnType<typeof queuesSql>;
+export class MysqlQueues extends MysqlAggregate<ReturnType<typeof queuesSql>> implements QueueStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = queuesSql(db.t);
+  constructor(db: Db) {
+    super(db, queuesSql);
   }
 
   async counts(): Promise<JobCount[]> {

@@ -8,7 +8,7 @@
 import type { FireScheduleParams, FireScheduleResult, MisfirePolicy, ScheduledJob, ScheduleRow, ScheduleSource, ScheduleUpsert } from '../../core/schedules.js';
 import type { JobRow, ScheduleStore } from '../../core/storage.js';
 import { type Db, type Queryable, exec, isDuplicate, run } from './db.js';
-import { NOW, type Row, type Tables, parseUtc, parseUtcOrNull, sharedSql, toJobRow, toJsonText, utcLiteralOrNull as lit } from './sql.js';
+import { MysqlAggregate, NOW, type Row, type Tables, parseUtc, parseUtcOrNull, sharedSql, toJobRow, toJsonText, utcLiteralOrNull as lit } from './sql.js';
 
 export function schedulesSql(t: Tables) {
   return {
@@ -50,11 +50,10 @@ export function schedulesSql(t: Tables) {
 
 type SchedulesSql = ReturnType<typeof schedulesSql>;
 
-export class MysqlSchedules implements ScheduleStore {
-  private readonly sql: SchedulesSql;
+export class MysqlSchedules extends MysqlAggregate<SchedulesSql> implements ScheduleStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = schedulesSql(db.t);
+  constructor(db: Db) {
+    super(db, schedulesSql);
   }
 
   upsert(p: { items: readonly ScheduleUpsert[] }): Promise<ScheduleRow[]> {

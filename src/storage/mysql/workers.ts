@@ -1,7 +1,7 @@
 /** Worker processes and their heartbeats, on MySQL/MariaDB. */
 import type { WorkerInfo, WorkerRow, WorkerStore } from '../../core/storage.js';
 import { type Db, exec, run } from './db.js';
-import { NOW, type Row, type Tables, fromJsonText, micros, parseUtc } from './sql.js';
+import { MysqlAggregate, NOW, type Row, type Tables, fromJsonText, micros, parseUtc } from './sql.js';
 
 export function workersSql(t: Tables) {
   return {
@@ -21,11 +21,10 @@ export function workersSql(t: Tables) {
   };
 }
 
-export class MysqlWorkers implements WorkerStore {
-  private readonly sql: ReturnType<typeof workersSql>;
+export class MysqlWorkers extends MysqlAggregate<ReturnType<typeof workersSql>> implements WorkerStore {
 
-  constructor(private readonly db: Db) {
-    this.sql = workersSql(db.t);
+  constructor(db: Db) {
+    super(db, workersSql);
   }
 
   async register(w: WorkerInfo): Promise<void> {
