@@ -17,6 +17,7 @@ import { parseDate, parseDuration, parseId, parseIntIn } from './parse.js';
 import { registerWorkerCommands } from './worker-commands.js';
 import { registerScheduleCommands } from './schedule-commands.js';
 import { registerDashboardCommand } from './dashboard-command.js';
+import { registerPruneCommand } from './prune-command.js';
 
 export interface GlobalOpts {
   db: string;
@@ -141,6 +142,7 @@ export function buildProgram(): Command {
   registerWorkerCommands(program);
   registerScheduleCommands(program);
   registerDashboardCommand(program);
+  registerPruneCommand(program);
   return program;
 }
 

@@ -16,6 +16,7 @@ import { type AlertFlags, addAlertOptions, alertOptionsFrom } from './alert-opti
 import type { GlobalOpts } from './main.js';
 import { type MetricsCliOpts, addMetricsOptions, startMetrics } from './metrics-options.js';
 import { parseDuration, parseIntIn, parseList } from './parse.js';
+import { type RetentionFlags, addRetentionOptions, pruneOnce, retentionFrom } from './retention-options.js';
 
 /** TypeScript handler modules load through tsx when it is installed (it is not our runtime dependency). */
 async function enableTypeScript(modulePath: string): Promise<void> {
@@ -55,7 +56,7 @@ interface RunOpts {
 }
 
 function addRunOptions(cmd: Command): Command {
-  return addAlertOptions(cmd)
+  return addRetentionOptions(addAlertOptions(cmd))
     .addOption(new Option('--handlers <module>', 'module exporting job definitions').env('LEASEHOLD_HANDLERS').makeOptionMandatory())
     .option('--concurrency <n>', 'jobs run at once', parseIntIn(1, 1000), 10)
     .option('--queues <list>', 'only these queues (comma-separated)', parseList)
@@ -81,6 +82,7 @@ async function setUp(cmd: Command, o: RunOpts & MetricsCliOpts) {
     shutdownDeadlineMs: o.shutdownDeadline,
     logger: defaultLogger(),
     alerts,
+    retention: retentionFrom(cmd.opts<RetentionFlags>()),
     observers: metrics?.observers ?? [],
   });
   metrics?.attach(worker);
@@ -133,6 +135,7 @@ export function registerWorkerCommands(program: Command): void {
       const off = onSignals(() => void worker.stop({ deadlineMs: Math.min(o.shutdownDeadline, 5_000) }));
       const report = await worker.drain({ maxMs: o.maxSeconds * 1000 });
       off();
+      await pruneOnce(storage, cmd.opts<RetentionFlags>(), worker.log);
       worker.log.info({ event: 'tick.done', ...report }, 'tick finished');
       await storage.close();
     });
