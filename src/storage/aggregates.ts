@@ -32,3 +32,11 @@ export abstract class AggregateStorage<D, C extends AggregateClasses<D>> {
     for (const name of AGGREGATES) self[name] = new classes[name](db);
   }
 }
+
+/** One aggregate of a SQL adapter: its database handle and its statements, built for its schema or table prefix. */
+export abstract class SqlAggregate<D, S> {
+  protected constructor(
+    protected readonly db: D,
+    protected readonly sql: S,
+  ) {}
+}

@@ -7,7 +7,8 @@
  */
 import type { AlertStateRow, AlertStore, AlertTransition } from '../../core/storage.js';
 import { type Db, exec, isDuplicate, run } from './db.js';
-import { MysqlAggregate, NOW, type Row, type Tables, parseUtc } from './sql.js';
+import { NOW, type Row, type Tables, parseUtc } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 const COLS = 'rule, state, episode, since, value, updated_at';
 
@@ -30,10 +31,10 @@ const toAlertRow = (r: Row): AlertStateRow => ({
   value: r.value == null ? null : Number(r.value), updatedAt: parseUtc(r.updated_at),
 });
 
-export class MysqlAlerts extends MysqlAggregate<ReturnType<typeof alertsSql>> implements AlertStore {
+export class MysqlAlerts extends SqlAggregate<Db, ReturnType<typeof alertsSql>> implements AlertStore {
 
   constructor(db: Db) {
-    super(db, alertsSql);
+    super(db, alertsSql(db.t));
   }
 
   async list(): Promise<AlertStateRow[]> {

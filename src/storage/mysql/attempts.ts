@@ -6,7 +6,8 @@
 import type { AttemptOutcome } from '../../core/status.js';
 import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
 import { type Db, run } from './db.js';
-import { MysqlAggregate, NOW, type Tables, idParam, micros, toAttemptRow } from './sql.js';
+import { NOW, type Tables, idParam, micros, toAttemptRow } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 export function attemptsSql(t: Tables) {
   return {
@@ -29,10 +30,10 @@ export function attemptsSql(t: Tables) {
   };
 }
 
-export class MysqlAttempts extends MysqlAggregate<ReturnType<typeof attemptsSql>> implements AttemptStore {
+export class MysqlAttempts extends SqlAggregate<Db, ReturnType<typeof attemptsSql>> implements AttemptStore {
 
   constructor(db: Db) {
-    super(db, attemptsSql);
+    super(db, attemptsSql(db.t));
   }
 
   async list(p: { jobId: string }): Promise<AttemptRow[]> {

@@ -8,7 +8,8 @@ import { declaredIndexes } from '../../core/schema-indexes.js';
 import type { DiagnosticsStore, PrunableQuery, SettingFact, StorageFacts } from '../../core/storage.js';
 import { type Db, run } from './db.js';
 import { MIGRATIONS } from './migrations.js';
-import { MysqlAggregate, NOW, type Tables, micros } from './sql.js';
+import { NOW, type Tables, micros } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 /**
  * Variables read with SHOW VARIABLES (this session's values); MariaDB before 11.1 names the
@@ -30,10 +31,10 @@ function diagnosticsSql(t: Tables) {
   };
 }
 
-export class MysqlDiagnostics extends MysqlAggregate<ReturnType<typeof diagnosticsSql>> implements DiagnosticsStore {
+export class MysqlDiagnostics extends SqlAggregate<Db, ReturnType<typeof diagnosticsSql>> implements DiagnosticsStore {
 
   constructor(db: Db) {
-    super(db, diagnosticsSql);
+    super(db, diagnosticsSql(db.t));
   }
 
   async inspect(): Promise<StorageFacts> {

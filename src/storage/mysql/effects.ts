@@ -22,7 +22,8 @@ import { assertDistinctEffectKeys } from '../../core/effects.js';
 import { TransientStorageError } from '../../core/errors.js';
 import type { EffectParams, EffectRecord, EffectReservation, EffectRow, EffectStore } from '../../core/storage.js';
 import { type Db, type Queryable, type ResultHeader, exec, isDuplicate, run, runLast } from './db.js';
-import { MysqlAggregate, NOW, type Row, type Tables, fromJsonText, idParam, parseUtc, parseUtcOrNull, toJsonText } from './sql.js';
+import { NOW, type Row, type Tables, fromJsonText, idParam, parseUtc, parseUtcOrNull, toJsonText } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 /** A batch's item as JSON_TABLE reads it: key, job id, lease token (and the result, for records). */
 const ITEM_COLS = `n FOR ORDINALITY, k LONGTEXT PATH '$[0]', id BIGINT UNSIGNED PATH '$[1]', t VARCHAR(64) PATH '$[2]'`;
@@ -82,11 +83,11 @@ type BatchReserve = 'lost' | 'reserved' | 'seen' | { state: 'done'; result: unkn
 /** Not every record of a batch applied: the batch's statement is rolled back and each is asked alone. */
 class PartialRecord extends Error {}
 
-export class MysqlEffects extends MysqlAggregate<EffectsSql> implements EffectStore {
+export class MysqlEffects extends SqlAggregate<Db, EffectsSql> implements EffectStore {
   #keyCollation: Promise<string> | undefined;
 
   constructor(db: Db) {
-    super(db, effectsSql);
+    super(db, effectsSql(db.t));
   }
 
   /** A new key in one transaction, a key in the ledger in another; a reserve whose connection broke after its COMMIT went out is asked once more (it then finds its own row). */

@@ -12,7 +12,8 @@
 import type { InsertResult, JobQuery, JobRow, JobStore, NewJob, PruneParams } from '../../core/storage.js';
 import { alikeButPayload } from '../row-mapping.js';
 import { type Db, type Queryable, exec, isDuplicate, run } from './db.js';
-import { MysqlAggregate, JOB_COLS, type MysqlFeatures, NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow, utcLiteral } from './sql.js';
+import { JOB_COLS, type MysqlFeatures, NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow, utcLiteral } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 const MAX_ROWS = 1000;
 /** Far below every server's max_allowed_packet (4 MiB+). */
@@ -76,10 +77,10 @@ export function jobsSql(t: Tables) {
 
 export type JobsSql = ReturnType<typeof jobsSql>;
 
-export class MysqlJobs extends MysqlAggregate<JobsSql> implements JobStore {
+export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
 
   constructor(db: Db) {
-    super(db, jobsSql);
+    super(db, jobsSql(db.t));
   }
 
   async insert(p: { jobs: readonly NewJob[]; tx?: unknown }): Promise<InsertResult[]> {

@@ -14,7 +14,8 @@ import { randomBytes } from 'node:crypto';
 import type { JobStatus } from '../../core/status.js';
 import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore } from '../../core/storage.js';
 import { type Db, type Queryable, type ResultHeader, type Stmt, exec, run, runLast } from './db.js';
-import { MysqlAggregate, NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow } from './sql.js';
+import { NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 /** What a claim reads of each candidate: the claimed job minus what the claim itself sets. */
 const CLAIM_COLS = `id, queue, type, payload, priority, run_at, attempts, max_attempts, idempotency_key,
@@ -76,10 +77,10 @@ export function leasesSql(t: Tables) {
 
 type LeasesSql = ReturnType<typeof leasesSql>;
 
-export class MysqlLeases extends MysqlAggregate<LeasesSql> implements LeaseStore {
+export class MysqlLeases extends SqlAggregate<Db, LeasesSql> implements LeaseStore {
 
   constructor(db: Db) {
-    super(db, leasesSql);
+    super(db, leasesSql(db.t));
   }
 
   /**

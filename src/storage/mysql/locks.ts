@@ -8,7 +8,8 @@ import type { AcquireLockParams, LockGrant, LockRow } from '../../core/schedules
 import { checkLockSlots } from '../../core/schedules.js';
 import type { LockStore } from '../../core/storage.js';
 import { type Db, exec, run } from './db.js';
-import { MysqlAggregate, NOW, type Row, type Tables, micros, parseUtc } from './sql.js';
+import { NOW, type Row, type Tables, micros, parseUtc } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 export function locksSql(t: Tables) {
   return {
@@ -37,10 +38,10 @@ export function locksSql(t: Tables) {
   };
 }
 
-export class MysqlLocks extends MysqlAggregate<ReturnType<typeof locksSql>> implements LockStore {
+export class MysqlLocks extends SqlAggregate<Db, ReturnType<typeof locksSql>> implements LockStore {
 
   constructor(db: Db) {
-    super(db, locksSql);
+    super(db, locksSql(db.t));
   }
 
   /** The counter row is created in a statement of its own, so the READ COMMITTED transaction finds it to lock. */

@@ -2,7 +2,8 @@
 import type { JobStatus } from '../../core/status.js';
 import type { JobCount, QueueHealth, QueueStore } from '../../core/storage.js';
 import { type Db, run } from './db.js';
-import { MysqlAggregate, NOW, type Tables } from './sql.js';
+import { NOW, type Tables } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 export function queuesSql(t: Tables) {
   return {
@@ -22,10 +23,10 @@ export function queuesSql(t: Tables) {
   };
 }
 
-export class MysqlQueues extends MysqlAggregate<ReturnType<typeof queuesSql>> implements QueueStore {
+export class MysqlQueues extends SqlAggregate<Db, ReturnType<typeof queuesSql>> implements QueueStore {
 
   constructor(db: Db) {
-    super(db, queuesSql);
+    super(db, queuesSql(db.t));
   }
 
   async counts(): Promise<JobCount[]> {

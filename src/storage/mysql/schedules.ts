@@ -8,7 +8,8 @@
 import type { FireScheduleParams, FireScheduleResult, MisfirePolicy, ScheduledJob, ScheduleRow, ScheduleSource, ScheduleUpsert } from '../../core/schedules.js';
 import type { JobRow, ScheduleStore } from '../../core/storage.js';
 import { type Db, type Queryable, exec, isDuplicate, run } from './db.js';
-import { MysqlAggregate, NOW, type Row, type Tables, parseUtc, parseUtcOrNull, sharedSql, toJobRow, toJsonText, utcLiteralOrNull as lit } from './sql.js';
+import { NOW, type Row, type Tables, parseUtc, parseUtcOrNull, sharedSql, toJobRow, toJsonText, utcLiteralOrNull as lit } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 export function schedulesSql(t: Tables) {
   return {
@@ -50,10 +51,10 @@ export function schedulesSql(t: Tables) {
 
 type SchedulesSql = ReturnType<typeof schedulesSql>;
 
-export class MysqlSchedules extends MysqlAggregate<SchedulesSql> implements ScheduleStore {
+export class MysqlSchedules extends SqlAggregate<Db, SchedulesSql> implements ScheduleStore {
 
   constructor(db: Db) {
-    super(db, schedulesSql);
+    super(db, schedulesSql(db.t));
   }
 
   upsert(p: { items: readonly ScheduleUpsert[] }): Promise<ScheduleRow[]> {

@@ -11,7 +11,6 @@
  * one, and tokens are ASCII, so byte equality is the exact match the fence needs.
  */
 import { rowMappers } from '../row-mapping.js';
-import type { Db } from './db.js';
 
 /** The database's clock, UTC, microseconds; constant within one statement. */
 export const NOW = 'UTC_TIMESTAMP(6)';
@@ -134,15 +133,3 @@ export function fromJsonText(v: unknown): unknown {
 
 /** DATETIME(6) comes back as UTC text, the payload as JSON text */
 export const { toJobRow, toAttemptRow } = rowMappers({ date: parseUtc, payload: (v) => JSON.parse(String(v)) });
-
-/** One aggregate's statements for these tables, as `sql`. */
-export abstract class MysqlAggregate<S> {
-  protected readonly sql: S;
-
-  protected constructor(
-    protected readonly db: Db,
-    statements: (t: Tables) => S,
-  ) {
-    this.sql = statements(db.t);
-  }
-}

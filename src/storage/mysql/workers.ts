@@ -1,7 +1,8 @@
 /** Worker processes and their heartbeats, on MySQL/MariaDB. */
 import type { WorkerInfo, WorkerRow, WorkerStore } from '../../core/storage.js';
 import { type Db, exec, run } from './db.js';
-import { MysqlAggregate, NOW, type Row, type Tables, fromJsonText, micros, parseUtc } from './sql.js';
+import { NOW, type Row, type Tables, fromJsonText, micros, parseUtc } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 export function workersSql(t: Tables) {
   return {
@@ -21,10 +22,10 @@ export function workersSql(t: Tables) {
   };
 }
 
-export class MysqlWorkers extends MysqlAggregate<ReturnType<typeof workersSql>> implements WorkerStore {
+export class MysqlWorkers extends SqlAggregate<Db, ReturnType<typeof workersSql>> implements WorkerStore {
 
   constructor(db: Db) {
-    super(db, workersSql);
+    super(db, workersSql(db.t));
   }
 
   async register(w: WorkerInfo): Promise<void> {

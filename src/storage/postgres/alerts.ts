@@ -5,8 +5,9 @@
  * on the row lock and finds the episode moved.
  */
 import type { AlertStateRow, AlertStore, AlertTransition } from '../../core/storage.js';
-import { type Db, type Row, PgAggregate } from './db.js';
+import { type Db, type Row } from './db.js';
 import { NOW, date } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 const COLUMNS = 'rule, state, episode, since, value, updated_at';
 
@@ -36,10 +37,10 @@ const toAlertRow = (r: Row): AlertStateRow => ({
   value: r.value == null ? null : Number(r.value), updatedAt: date(r.updated_at),
 });
 
-export class PostgresAlerts extends PgAggregate<ReturnType<typeof alertsSql>> implements AlertStore {
+export class PostgresAlerts extends SqlAggregate<Db, ReturnType<typeof alertsSql>> implements AlertStore {
 
   constructor(db: Db) {
-    super(db, alertsSql);
+    super(db, alertsSql(db.q));
   }
 
   async list(): Promise<AlertStateRow[]> {

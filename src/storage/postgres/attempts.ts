@@ -5,8 +5,9 @@
  */
 import type { AttemptOutcome } from '../../core/status.js';
 import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
-import { type Db, PgAggregate } from './db.js';
+import { type Db } from './db.js';
 import { NOW, ms, toAttemptRow, validId } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 function attemptsSql(s: string) {
   return {
@@ -33,10 +34,10 @@ GROUP BY j.type, j.queue, a.outcome ORDER BY j.type, j.queue, a.outcome`,
   };
 }
 
-export class PostgresAttempts extends PgAggregate<ReturnType<typeof attemptsSql>> implements AttemptStore {
+export class PostgresAttempts extends SqlAggregate<Db, ReturnType<typeof attemptsSql>> implements AttemptStore {
 
   constructor(db: Db) {
-    super(db, attemptsSql);
+    super(db, attemptsSql(db.q));
   }
 
   async list(p: { jobId: string }): Promise<AttemptRow[]> {

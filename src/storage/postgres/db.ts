@@ -177,15 +177,3 @@ export function classifyPgError(e: unknown, what: string): Error {
   }
   return new LeaseholdError('STORAGE', `postgres: ${what} failed${code ? ` (${code})` : ''}: ${message}`, { cause: e });
 }
-
-/** One aggregate's statements for this schema: `sql` as text; a subclass prepares its hot ones. */
-export abstract class PgAggregate<S> {
-  protected readonly sql: S;
-
-  protected constructor(
-    protected readonly db: Db,
-    statements: (q: string) => S,
-  ) {
-    this.sql = statements(db.q);
-  }
-}

@@ -6,9 +6,10 @@
  */
 import { declaredIndexes } from '../../core/schema-indexes.js';
 import type { DiagnosticsStore, IndexFact, PrunableQuery, StorageFacts } from '../../core/storage.js';
-import { type Db, PgAggregate } from './db.js';
+import { type Db } from './db.js';
 import { MIGRATIONS } from './migrations.js';
 import { NOW, ms } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 /** Settings read from pg_settings; the rules that judge them are in core/doctor-settings.ts. */
 const SETTINGS = ['fsync', 'synchronous_commit', 'full_page_writes', 'default_transaction_isolation', 'default_transaction_read_only'];
@@ -39,10 +40,10 @@ SELECT count(*)::float8 AS n FROM ${s}.jobs WHERE finished_at < ${NOW} - ${ms('$
   };
 }
 
-export class PostgresDiagnostics extends PgAggregate<ReturnType<typeof diagnosticsSql>> implements DiagnosticsStore {
+export class PostgresDiagnostics extends SqlAggregate<Db, ReturnType<typeof diagnosticsSql>> implements DiagnosticsStore {
 
   constructor(db: Db) {
-    super(db, diagnosticsSql);
+    super(db, diagnosticsSql(db.q));
   }
 
   async inspect(): Promise<StorageFacts> {

@@ -6,8 +6,9 @@
 import { assertDistinctEffectKeys } from '../../core/effects.js';
 import { TransientStorageError } from '../../core/errors.js';
 import type { EffectParams, EffectRecord, EffectReservation, EffectRow, EffectStore } from '../../core/storage.js';
-import { type Db, PgAggregate } from './db.js';
+import { type Db } from './db.js';
 import { NOW, jsonParam, toEffectRow, validId } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 export function effectsSql(s: string) {
   return {
@@ -108,7 +109,7 @@ SELECT count(*)::int AS n FROM ${s}.effects`,
   };
 }
 
-export class PostgresEffects extends PgAggregate<ReturnType<typeof effectsSql>> implements EffectStore {
+export class PostgresEffects extends SqlAggregate<Db, ReturnType<typeof effectsSql>> implements EffectStore {
   /** the writes of every `ctx.once`, and the read after a reserve that did not land, prepared */
   private readonly hot = {
     reserve: this.db.prepare(this.sql.reserve), state: this.db.prepare(this.sql.state), complete: this.db.prepare(this.sql.complete),
@@ -116,7 +117,7 @@ export class PostgresEffects extends PgAggregate<ReturnType<typeof effectsSql>> 
   };
 
   constructor(db: Db) {
-    super(db, effectsSql);
+    super(db, effectsSql(db.q));
   }
 
   async reserve(p: EffectParams): Promise<EffectReservation> {

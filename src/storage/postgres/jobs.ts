@@ -13,8 +13,9 @@
 import { TransientStorageError, ValidationError } from '../../core/errors.js';
 import type { InsertResult, JobQuery, JobRow, JobStore, NewJob, PruneParams } from '../../core/storage.js';
 import { alikeButPayload, insertedJobRow } from '../row-mapping.js';
-import { txClient, type Db, type Queryable, PgAggregate } from './db.js';
+import { txClient, type Db, type Queryable } from './db.js';
 import { JOB_COLUMNS, NOW, durationSince, jobColumns, jsonParam, ms, toJobRow, validId } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 export function jobsSql(s: string) {
   return {
@@ -180,12 +181,12 @@ function traceContexts(jobs: readonly NewJob[]): (string | null)[] {
 /** A job's scalar values in insertOne's order ($4 … $9 after queue, type and payload). */
 const scalars = (j: NewJob): unknown[] => [j.priority, j.runAt ?? null, j.runAfterMs, j.maxAttempts, j.timeoutMs, j.maxRuntimeMs];
 
-export class PostgresJobs extends PgAggregate<ReturnType<typeof jobsSql>> implements JobStore {
+export class PostgresJobs extends SqlAggregate<Db, ReturnType<typeof jobsSql>> implements JobStore {
   /** the enqueues without idempotency keys, prepared */
   private readonly hot = { insertOne: this.db.prepare(this.sql.insertOne), insertRun: this.db.prepare(this.sql.insertRun), insertPlain: this.db.prepare(this.sql.insertPlain) };
 
   constructor(db: Db) {
-    super(db, jobsSql);
+    super(db, jobsSql(db.q));
   }
 
   async insert(p: { jobs: readonly NewJob[]; tx?: unknown }): Promise<InsertResult[]> {

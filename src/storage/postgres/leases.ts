@@ -11,8 +11,9 @@ import type { JobStatus } from '../../core/status.js';
 import type {
   ClaimedJob, ClaimParams, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseRef, LeaseStore,
 } from '../../core/storage.js';
-import { txClient, type Db, PgAggregate } from './db.js';
+import { txClient, type Db } from './db.js';
 import { NOW, date, dateOrNull, durationSince, ms, safeText, strOrNull, toExpiredLease, validId } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 /** What a claim sends back per job, in this order: what the worker cannot compute itself. */
 export const CLAIM_COLUMNS = [
@@ -163,11 +164,11 @@ function toClaimedJob(r: unknown[], workerId: string, base: string): ClaimedJob 
   return job;
 }
 
-export class PostgresLeases extends PgAggregate<ReturnType<typeof leasesSql>> implements LeaseStore {
+export class PostgresLeases extends SqlAggregate<Db, ReturnType<typeof leasesSql>> implements LeaseStore {
   private readonly hot = { claim: this.db.prepare(this.sql.claimCall, 'array'), heartbeat: this.db.prepare(this.sql.heartbeat), finish: this.db.prepare(this.sql.finish) };
 
   constructor(db: Db) {
-    super(db, leasesSql);
+    super(db, leasesSql(db.q));
   }
 
   async claim(p: ClaimParams): Promise<ClaimedJob[]> {

@@ -7,8 +7,9 @@
 import type { AcquireLockParams, LockGrant, LockRow } from '../../core/schedules.js';
 import { checkLockSlots } from '../../core/schedules.js';
 import type { LockStore } from '../../core/storage.js';
-import { query, type Db, PgAggregate } from './db.js';
+import { query, type Db } from './db.js';
 import { date, numOrNull, toLockRow } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 const CLOCK = "date_trunc('milliseconds', clock_timestamp())";
 
@@ -39,10 +40,10 @@ WHERE slot >= 0 AND token IS NOT NULL AND ($1::text IS NULL OR name = $1) ORDER 
   };
 }
 
-export class PostgresLocks extends PgAggregate<ReturnType<typeof locksSql>> implements LockStore {
+export class PostgresLocks extends SqlAggregate<Db, ReturnType<typeof locksSql>> implements LockStore {
 
   constructor(db: Db) {
-    super(db, locksSql);
+    super(db, locksSql(db.q));
   }
 
   async acquire(p: AcquireLockParams): Promise<LockGrant | null> {

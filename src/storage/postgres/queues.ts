@@ -1,7 +1,8 @@
 /** What the queues hold: jobs by queue, type and status, and each queue's health, for the dashboard, the CLI and alerts. */
 import type { JobCount, QueueHealth, QueueStore } from '../../core/storage.js';
-import { type Db, PgAggregate } from './db.js';
+import { type Db } from './db.js';
 import { NOW, toJobCount } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 function queuesSql(s: string) {
   return {
@@ -24,10 +25,10 @@ GROUP BY queue ORDER BY queue`,
   };
 }
 
-export class PostgresQueues extends PgAggregate<ReturnType<typeof queuesSql>> implements QueueStore {
+export class PostgresQueues extends SqlAggregate<Db, ReturnType<typeof queuesSql>> implements QueueStore {
 
   constructor(db: Db) {
-    super(db, queuesSql);
+    super(db, queuesSql(db.q));
   }
 
   async counts(): Promise<JobCount[]> {

@@ -6,8 +6,9 @@
  */
 import type { FireScheduleParams, FireScheduleResult, ScheduledJob, ScheduleRow, ScheduleUpsert } from '../../core/schedules.js';
 import type { JobRow, ScheduleStore } from '../../core/storage.js';
-import { query, type Db, type Queryable, type Row, PgAggregate } from './db.js';
+import { query, type Db, type Queryable, type Row } from './db.js';
 import { NOW, jsonParam, toJobRow, toScheduleRow } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 function schedulesSql(s: string) {
   return {
@@ -50,10 +51,10 @@ SELECT pg_notify($1, $2)`,
   };
 }
 
-export class PostgresSchedules extends PgAggregate<ReturnType<typeof schedulesSql>> implements ScheduleStore {
+export class PostgresSchedules extends SqlAggregate<Db, ReturnType<typeof schedulesSql>> implements ScheduleStore {
 
   constructor(db: Db) {
-    super(db, schedulesSql);
+    super(db, schedulesSql(db.q));
   }
 
   private async upsertOn(c: Queryable, u: ScheduleUpsert): Promise<ScheduleRow> {

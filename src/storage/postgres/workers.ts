@@ -1,7 +1,8 @@
 /** Worker processes and their heartbeats: who is alive, for the dashboard and faster rescue. */
 import type { WorkerInfo, WorkerRow, WorkerStore } from '../../core/storage.js';
-import { type Db, PgAggregate } from './db.js';
+import { type Db } from './db.js';
 import { NOW, ms, toWorkerRow } from './sql.js';
+import { SqlAggregate } from '../aggregates.js';
 
 function workersSql(s: string) {
   return {
@@ -29,10 +30,10 @@ SELECT count(*)::int AS n FROM gone`,
   };
 }
 
-export class PostgresWorkers extends PgAggregate<ReturnType<typeof workersSql>> implements WorkerStore {
+export class PostgresWorkers extends SqlAggregate<Db, ReturnType<typeof workersSql>> implements WorkerStore {
 
   constructor(db: Db) {
-    super(db, workersSql);
+    super(db, workersSql(db.q));
   }
 
   async register(w: WorkerInfo): Promise<void> {
