@@ -17,6 +17,7 @@ import { parseDate, parseDuration, parseId, parseIntIn } from './parse.js';
 import { registerWorkerCommands } from './worker-commands.js';
 import { registerScheduleCommands } from './schedule-commands.js';
 import { registerDashboardCommand } from './dashboard-command.js';
+import { DoctorVerdict, registerDoctorCommand } from './doctor-command.js';
 import { registerPruneCommand } from './prune-command.js';
 
 export interface GlobalOpts {
@@ -143,6 +144,7 @@ export function buildProgram(): Command {
   registerScheduleCommands(program);
   registerDashboardCommand(program);
   registerPruneCommand(program);
+  registerDoctorCommand(program);
   return program;
 }
 
@@ -153,6 +155,8 @@ export async function runCli(argv: string[]): Promise<number> {
     await program.parseAsync(argv, { from: 'user' });
     return EXIT.ok;
   } catch (e) {
+    // doctor printed its findings; the code says how bad they are
+    if (e instanceof DoctorVerdict) return e.exitCode;
     // commander printed its own error (through outputError) or the help it was asked for; an
     // InvalidArgumentError from a parser called inside an action it never saw
     if (e instanceof CommanderError && !(e instanceof InvalidArgumentError)) {
