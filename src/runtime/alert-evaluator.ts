@@ -17,6 +17,7 @@ import type { Logger } from './env.js';
 import { defaultLogger } from './env.js';
 import type { Lock } from './locks.js';
 import { Locks } from './locks.js';
+import { Ticker } from './ticker.js';
 
 /** The lock whose holder evaluates the alert rules. */
 export const ALERTS_LOCK = 'leasehold:alerts';
@@ -60,8 +61,7 @@ export class AlertEvaluator {
   readonly log: Logger;
   #memo: ReadonlyMap<string, AlertMemo> = new Map();
   #lock: Lock | null = null;
-  #timer: NodeJS.Timeout | undefined;
-  #running = false;
+  readonly #ticker: Ticker;
   #failing = false;
   #ticking: Promise<void> | null = null;
 
@@ -79,6 +79,7 @@ export class AlertEvaluator {
     // the webhook job's own policies (attempts, timeout) apply to what is enqueued
     this.#client = new Client({ storage: this.#storage, jobs: [alertWebhookJob] });
     this.#random = opts.random ?? Math.random;
+    this.#ticker = new Ticker(this.#intervalMs, this.#random, () => this.tick());
     this.log = opts.logger ?? defaultLogger();
   }
 
@@ -87,19 +88,12 @@ export class AlertEvaluator {
   }
 
   start(): void {
-    this.#running = true;
-    const loop = async () => {
-      if (!this.#running) return;
-      await this.tick();
-      if (this.#running) this.#timer = setTimeout(loop, this.#intervalMs * (0.8 + 0.4 * this.#random()));
-    };
-    this.#timer = setTimeout(loop, this.#intervalMs * this.#random());
+    this.#ticker.start();
   }
 
   /** Stop ticking, wait for an evaluation under way, and hand the lock on. */
   async stop(): Promise<void> {
-    this.#running = false;
-    clearTimeout(this.#timer);
+    this.#ticker.stop();
     await this.#ticking;
     const lock = this.#lock;
     this.#lock = null;

@@ -13,6 +13,7 @@ import { nextAfterFor, periodAround, validateSchedule } from './cron.js';
 import type { Logger } from './env.js';
 import { LocalBus, defaultLogger } from './env.js';
 import type { JobRegistry } from './job-definition.js';
+import { Ticker } from './ticker.js';
 
 export interface SchedulerOptions {
   storage: Storage;
@@ -67,8 +68,7 @@ export class Scheduler {
   readonly #intervalMs: number;
   readonly #random: () => number;
   readonly log: Logger;
-  #timer: NodeJS.Timeout | undefined;
-  #running = false;
+  readonly #ticker: Ticker;
   #failing = false;
   #ticking: Promise<number> | null = null;
   #synced = false;
@@ -79,6 +79,7 @@ export class Scheduler {
     this.#intervalMs = opts.intervalMs ?? 1_000;
     if (!Number.isFinite(this.#intervalMs) || this.#intervalMs < 10) throw new ValidationError('INVALID_OPTION', 'scheduler intervalMs must be >= 10');
     this.#random = opts.random ?? Math.random;
+    this.#ticker = new Ticker(this.#intervalMs, this.#random, () => this.tick());
     this.log = opts.logger ?? defaultLogger();
   }
 
@@ -93,18 +94,11 @@ export class Scheduler {
   /** Sync declared schedules (if any), then tick until stop(). */
   async start(): Promise<void> {
     await this.sync();
-    this.#running = true;
-    const loop = async () => {
-      if (!this.#running) return;
-      await this.tick();
-      if (this.#running) this.#timer = setTimeout(loop, this.#intervalMs * (0.8 + 0.4 * this.#random()));
-    };
-    this.#timer = setTimeout(loop, this.#intervalMs * this.#random());
+    this.#ticker.start();
   }
 
   async stop(): Promise<void> {
-    this.#running = false;
-    clearTimeout(this.#timer);
+    this.#ticker.stop();
     await this.#ticking?.catch(() => 0);
   }
 
