@@ -32,7 +32,6 @@ const toAlertRow = (r: Row): AlertStateRow => ({
 });
 
 export class MysqlAlerts extends SqlAggregate<Db, ReturnType<typeof alertsSql>> implements AlertStore {
-
   constructor(db: Db) {
     super(db, alertsSql(db.t));
   }

@@ -31,7 +31,6 @@ export function attemptsSql(t: Tables) {
 }
 
 export class MysqlAttempts extends SqlAggregate<Db, ReturnType<typeof attemptsSql>> implements AttemptStore {
-
   constructor(db: Db) {
     super(db, attemptsSql(db.t));
   }

@@ -32,7 +32,6 @@ function diagnosticsSql(t: Tables) {
 }
 
 export class MysqlDiagnostics extends SqlAggregate<Db, ReturnType<typeof diagnosticsSql>> implements DiagnosticsStore {
-
   constructor(db: Db) {
     super(db, diagnosticsSql(db.t));
   }

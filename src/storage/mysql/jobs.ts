@@ -78,7 +78,6 @@ export function jobsSql(t: Tables) {
 export type JobsSql = ReturnType<typeof jobsSql>;
 
 export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
-
   constructor(db: Db) {
     super(db, jobsSql(db.t));
   }

@@ -78,7 +78,6 @@ export function leasesSql(t: Tables) {
 type LeasesSql = ReturnType<typeof leasesSql>;
 
 export class MysqlLeases extends SqlAggregate<Db, LeasesSql> implements LeaseStore {
-
   constructor(db: Db) {
     super(db, leasesSql(db.t));
   }

@@ -39,7 +39,6 @@ export function locksSql(t: Tables) {
 }
 
 export class MysqlLocks extends SqlAggregate<Db, ReturnType<typeof locksSql>> implements LockStore {
-
   constructor(db: Db) {
     super(db, locksSql(db.t));
   }

@@ -24,7 +24,6 @@ export function queuesSql(t: Tables) {
 }
 
 export class MysqlQueues extends SqlAggregate<Db, ReturnType<typeof queuesSql>> implements QueueStore {
-
   constructor(db: Db) {
     super(db, queuesSql(db.t));
   }

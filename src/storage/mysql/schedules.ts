@@ -52,7 +52,6 @@ export function schedulesSql(t: Tables) {
 type SchedulesSql = ReturnType<typeof schedulesSql>;
 
 export class MysqlSchedules extends SqlAggregate<Db, SchedulesSql> implements ScheduleStore {
-
   constructor(db: Db) {
     super(db, schedulesSql(db.t));
   }

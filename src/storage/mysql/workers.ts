@@ -23,7 +23,6 @@ export function workersSql(t: Tables) {
 }
 
 export class MysqlWorkers extends SqlAggregate<Db, ReturnType<typeof workersSql>> implements WorkerStore {
-
   constructor(db: Db) {
     super(db, workersSql(db.t));
   }

@@ -38,7 +38,6 @@ const toAlertRow = (r: Row): AlertStateRow => ({
 });
 
 export class PostgresAlerts extends SqlAggregate<Db, ReturnType<typeof alertsSql>> implements AlertStore {
-
   constructor(db: Db) {
     super(db, alertsSql(db.q));
   }

@@ -35,7 +35,6 @@ GROUP BY j.type, j.queue, a.outcome ORDER BY j.type, j.queue, a.outcome`,
 }
 
 export class PostgresAttempts extends SqlAggregate<Db, ReturnType<typeof attemptsSql>> implements AttemptStore {
-
   constructor(db: Db) {
     super(db, attemptsSql(db.q));
   }

@@ -41,7 +41,6 @@ SELECT count(*)::float8 AS n FROM ${s}.jobs WHERE finished_at < ${NOW} - ${ms('$
 }
 
 export class PostgresDiagnostics extends SqlAggregate<Db, ReturnType<typeof diagnosticsSql>> implements DiagnosticsStore {
-
   constructor(db: Db) {
     super(db, diagnosticsSql(db.q));
   }

@@ -41,7 +41,6 @@ WHERE slot >= 0 AND token IS NOT NULL AND ($1::text IS NULL OR name = $1) ORDER 
 }
 
 export class PostgresLocks extends SqlAggregate<Db, ReturnType<typeof locksSql>> implements LockStore {
-
   constructor(db: Db) {
     super(db, locksSql(db.q));
   }

@@ -26,7 +26,6 @@ GROUP BY queue ORDER BY queue`,
 }
 
 export class PostgresQueues extends SqlAggregate<Db, ReturnType<typeof queuesSql>> implements QueueStore {
-
   constructor(db: Db) {
     super(db, queuesSql(db.q));
   }

@@ -52,7 +52,6 @@ SELECT pg_notify($1, $2)`,
 }
 
 export class PostgresSchedules extends SqlAggregate<Db, ReturnType<typeof schedulesSql>> implements ScheduleStore {
-
   constructor(db: Db) {
     super(db, schedulesSql(db.q));
   }

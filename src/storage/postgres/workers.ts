@@ -31,7 +31,6 @@ SELECT count(*)::int AS n FROM gone`,
 }
 
 export class PostgresWorkers extends SqlAggregate<Db, ReturnType<typeof workersSql>> implements WorkerStore {
-
   constructor(db: Db) {
     super(db, workersSql(db.q));
   }
