@@ -1,110 +1,90 @@
 /**
  * The in-process metrics and the WorkerObserver that feeds them: attempts, their durations and
- * waits, claims, leases lost, rescued and handed back. An attempt costs a few map lookups and
- * counter bumps: the label children are made once per type, queue and outcome and kept.
+ * waits, claims, leases lost, rescued and handed back. An attempt costs two map lookups and a
+ * few number bumps (cells.ts): the cells of a job's type and queue are found once per attempt,
+ * and they are what the worker tells when the attempt ends.
  */
-import { Counter, Histogram } from 'prom-client';
+import { Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 import type { ClaimedJob } from '../core/storage.js';
-import type { AttemptObservation, WorkerObserver } from '../runtime/observer.js';
+import type { AttemptEnd, AttemptObservation, WorkerObserver } from '../runtime/observer.js';
+import type { CountCell, ObserveCell } from './cells.js';
+import { CellCounter, CellHistogram } from './cells.js';
 
-type CounterChild = ReturnType<Counter<string>['labels']>;
-type HistogramChild = ReturnType<Histogram<string>['labels']>;
+type Instruments = InProcessMetrics;
 
-/** The instruments one attempt touches when it ends, per outcome. */
-interface OutcomeCells {
-  attempts: CounterChild;
-  duration: HistogramChild;
-}
+/** The cells one attempt of a (type, queue) touches; it is also what the attempt's end is told to. */
+class JobCells implements AttemptObservation {
+  readonly wait: ObserveCell;
+  readonly #outcomes = new Map<string, { attempts: CountCell; duration: ObserveCell }>();
 
-/** Everything kept per (type, queue). */
-interface JobCells {
-  wait: HistogramChild;
-  outcomes: Map<string, OutcomeCells>;
+  constructor(
+    private readonly m: Instruments,
+    private readonly type: string,
+    private readonly queue: string,
+  ) {
+    this.wait = m.wait.cell(queue);
+  }
+
+  ended({ outcome, durationMs }: AttemptEnd): void {
+    let c = this.#outcomes.get(outcome);
+    if (!c) this.#outcomes.set(outcome, (c = { attempts: this.m.attempts.cell(this.type, this.queue, outcome), duration: this.m.duration.cell(this.type, outcome) }));
+    c.attempts.n++;
+    c.duration.observe(durationMs / 1000);
+    if (outcome === 'lost') this.m.leasesLost.cell(this.type).n++;
+    else if (outcome === 'handed_back') this.m.handedBack.cell(this.type).n++;
+  }
 }
 
 export class InProcessMetrics {
-  readonly attempts: Counter<'type' | 'queue' | 'outcome'>;
-  readonly duration: Histogram<'type' | 'outcome'>;
-  readonly wait: Histogram<'queue'>;
+  readonly attempts: CellCounter<'type' | 'queue' | 'outcome'>;
+  readonly duration: CellHistogram<'type' | 'outcome'>;
+  readonly wait: CellHistogram<'queue'>;
   readonly claimBatch: Histogram;
-  readonly leasesLost: Counter<'type'>;
-  readonly rescued: Counter<'type'>;
-  readonly handedBack: Counter<'type'>;
+  readonly leasesLost: CellCounter<'type'>;
+  readonly rescued: CellCounter<'type'>;
+  readonly handedBack: CellCounter<'type'>;
   readonly observer: WorkerObserver;
-  readonly #cells = new Map<string, JobCells>();
+  readonly #jobs = new Map<string, JobCells>();
 
   constructor(registry: Registry) {
-    const registers = [registry];
-    this.attempts = new Counter({
-      name: 'leasehold_attempts_total',
-      help: 'Attempts that ended, by job type, queue and outcome (the status written: succeeded, failed, dead, cancelled, queued; or lost, handed_back, abandoned)',
-      labelNames: ['type', 'queue', 'outcome'],
-      registers,
-    });
-    this.duration = new Histogram({
-      name: 'leasehold_attempt_duration_seconds',
-      help: 'Run time of attempts, by job type and outcome',
-      labelNames: ['type', 'outcome'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600],
-      registers,
-    });
-    this.wait = new Histogram({
-      name: 'leasehold_job_wait_seconds',
-      help: "Time from a job's due time (run_at) to its attempt's start, by queue (database clock)",
-      labelNames: ['queue'],
-      buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400],
-      registers,
-    });
-    this.claimBatch = new Histogram({
-      name: 'leasehold_claim_batch_size',
-      help: 'Jobs returned by each claim (0: nothing was due)',
-      buckets: [0, 1, 2, 5, 10, 20, 50, 100, 200, 500],
-      registers,
-    });
-    const perType = (name: string, help: string) => new Counter({ name, help, labelNames: ['type'] as const, registers });
-    this.leasesLost = perType('leasehold_leases_lost_total', 'Leases this process lost (expired or taken over) before or while its job ran, by job type');
-    this.rescued = perType('leasehold_leases_rescued_total', "Expired leases this process's sweeper rescued, by job type");
-    this.handedBack = perType('leasehold_jobs_handed_back_total', 'Jobs handed back at shutdown (running at the deadline, or claimed and not started), by job type');
-    this.observer = this.#makeObserver();
-  }
-
-  #makeObserver(): WorkerObserver {
-    return {
+    this.attempts = new CellCounter(
+      registry,
+      'leasehold_attempts_total',
+      'Attempts that ended, by job type, queue and outcome (the status written: succeeded, failed, dead, cancelled, queued; or lost, handed_back, abandoned)',
+      ['type', 'queue', 'outcome'],
+    );
+    this.duration = new CellHistogram(registry, 'leasehold_attempt_duration_seconds', 'Run time of attempts, by job type and outcome', ['type', 'outcome'], [
+      0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600,
+    ]);
+    this.wait = new CellHistogram(registry, 'leasehold_job_wait_seconds', "Time from a job's due time (run_at) to its attempt's start, by queue (database clock)", ['queue'], [
+      0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400,
+    ]);
+    // once per claim, not per job: prom-client's own histogram
+    this.claimBatch = new Histogram({ name: 'leasehold_claim_batch_size', help: 'Jobs returned by each claim (0: nothing was due)', buckets: [0, 1, 2, 5, 10, 20, 50, 100, 200, 500], registers: [registry] });
+    this.leasesLost = new CellCounter(registry, 'leasehold_leases_lost_total', 'Leases this process lost (expired or taken over) before or while its job ran, by job type', ['type']);
+    this.rescued = new CellCounter(registry, 'leasehold_leases_rescued_total', "Expired leases this process's sweeper rescued, by job type", ['type']);
+    this.handedBack = new CellCounter(registry, 'leasehold_jobs_handed_back_total', 'Jobs handed back at shutdown (running at the deadline, or claimed and not started), by job type', ['type']);
+    this.observer = {
       claimed: (count) => this.claimBatch.observe(count),
       attempt: (job, run) => {
-        const cells = this.#cellsFor(job);
+        const cells = this.#cellsOf(job);
         if (job.startedAt) cells.wait.observe(Math.max(0, job.startedAt.getTime() - job.runAt.getTime()) / 1000);
         run();
-        const seen: AttemptObservation = {
-          ended: ({ outcome, durationMs }) => {
-            const c = this.#outcomeCells(job, cells, outcome);
-            c.attempts.inc();
-            c.duration.observe(durationMs / 1000);
-            if (outcome === 'lost') this.leasesLost.labels(job.type).inc();
-            else if (outcome === 'handed_back') this.handedBack.labels(job.type).inc();
-          },
-        };
-        return seen;
+        return cells;
       },
-      leaseLost: (job) => this.leasesLost.labels(job.type).inc(),
+      leaseLost: (job) => this.leasesLost.cell(job.type).n++,
       handedBack: (jobs) => {
-        for (const job of jobs) this.handedBack.labels(job.type).inc();
+        for (const job of jobs) this.handedBack.cell(job.type).n++;
       },
-      rescued: (type) => this.rescued.labels(type).inc(),
+      rescued: (type) => this.rescued.cell(type).n++,
     };
   }
 
-  #cellsFor(job: ClaimedJob): JobCells {
-    const key = `${job.type}\n${job.queue}`;
-    let cells = this.#cells.get(key);
-    if (!cells) this.#cells.set(key, (cells = { wait: this.wait.labels(job.queue), outcomes: new Map() }));
+  #cellsOf(job: ClaimedJob): JobCells {
+    const key = `${job.type}\u0000${job.queue}`;
+    let cells = this.#jobs.get(key);
+    if (!cells) this.#jobs.set(key, (cells = new JobCells(this, job.type, job.queue)));
     return cells;
-  }
-
-  #outcomeCells(job: ClaimedJob, cells: JobCells, outcome: string): OutcomeCells {
-    let c = cells.outcomes.get(outcome);
-    if (!c) cells.outcomes.set(outcome, (c = { attempts: this.attempts.labels(job.type, job.queue, outcome), duration: this.duration.labels(job.type, outcome) }));
-    return c;
   }
 }

@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Counter, Registry } from 'prom-client';
 import { defineJob } from '../../src/runtime/job-definition.js';
 import { createMetrics } from '../../src/observe/metrics.js';
 import type { Metrics } from '../../src/observe/metrics.js';
@@ -71,6 +72,13 @@ await describeEachKind('metrics', STORAGE_KINDS, (kind) => {
       assert.equal(seriesOf(t, 'leasehold_leases_lost_total').length, 0);
       // sampling off: no database gauge has a value
       assert.equal(seriesOf(t, 'leasehold_jobs').length, 0);
+      // merged into an application's registry, as a library user exposes them
+      const app = new Registry();
+      new Counter({ name: 'app_requests_total', help: 'the app', registers: [app] }).inc(2);
+      const merged = await Registry.merge([app, metrics.registry]).metrics();
+      assert.equal(valueOf(merged, 'app_requests_total'), 2);
+      assert.equal(valueOf(merged, 'leasehold_attempts_total', { type: 'bad', queue: 'beta', outcome: 'dead' }), 3);
+      assert.equal(valueOf(merged, 'leasehold_attempt_duration_seconds_count', { type: 'ok', outcome: 'succeeded' }), 5);
       await metrics.close();
     }));
 
