@@ -88,7 +88,8 @@ for (const target of await dbTargets('cli: leasehold doctor')) {
     it('what the database holds reaches the terminal escaped, never as control sequences', async () => {
       await jobIn(db.storage, 'evil\u001b]0;owned\u0007\u001b[2J\u202e', 'queued');
       const r = await db.run(['doctor']);
-      assert.equal(r.code, 6);
+      assert.ok(r.code === 5 || r.code === 6, `the unhandled job is reported (exit ${r.code})`);
+      // eslint-disable-next-line no-control-regex -- the control characters are what must not get through
       assert.doesNotMatch(r.stdout, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
       assert.match(r.stdout, /evil\\u001b\]0;owned\\u0007\\u001b\[2J\\u202e in queue default: 1 due/);
     });

@@ -19,6 +19,7 @@ import { finishTests } from './finish.js';
 import { claimTests } from './jobs-claim.js';
 import { insertTests } from './jobs-insert.js';
 import { listingTests } from './listing.js';
+import { pruneTests } from './prune.js';
 import { lockTests } from './locks.js';
 import { observeTests } from './observe.js';
 import { raceTests } from './races.js';
@@ -40,6 +41,7 @@ export function runStorageConformance(h: ConformanceHarness): void {
     sweepTests(h);
     adminTests(h);
     listingTests(h);
+    pruneTests(h);
     effectTests(h);
     workerTests(h);
     raceTests(h);
