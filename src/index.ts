@@ -15,7 +15,8 @@ export type { ClientOptions, EnqueueItem, EnqueuedJob } from './runtime/client.j
 export { defaultLogger, newWorkerId } from './runtime/env.js';
 export { JobRegistry, defineJob } from './runtime/job-definition.js';
 export type { AnyJobDefinition, JobContext, JobDefinition, JobHandler } from './runtime/job-definition.js';
-export type { RetentionOptions } from './runtime/sweeper.js';
+export { DEFAULT_RETENTION, Retention } from './runtime/retention.js';
+export type { PruneReport, RetentionOptions } from './runtime/retention.js';
 export { VERSION } from './runtime/version.js';
 export { Worker } from './runtime/worker.js';
 export type { DrainReport, StopReport, WorkerOptions } from './runtime/worker.js';
