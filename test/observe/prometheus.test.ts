@@ -22,6 +22,7 @@ import { CliProcess, ROOT, killAll } from '../process/support-cli.js';
 import { dropPostgresSchema } from '../runtime/support-storages.js';
 import { waitFor } from '../runtime/support.js';
 import { TEST_URLS, serverFor } from '../support/databases.js';
+import { dashboardQueries } from './support.js';
 
 const PROMETHEUS = process.env.LEASEHOLD_PROMETHEUS ?? '/usr/bin/prometheus';
 const HANDLERS = path.join(ROOT, 'test/cli/fixtures/handlers.ts');
@@ -56,12 +57,17 @@ async function startPrometheus(dir: string, target: string): Promise<{ child: Ch
   return { child, api: `http://127.0.0.1:${port}/api/v1`, log: () => log };
 }
 
-/** The instant query's one value, or undefined when it has no result (yet). */
-async function queryValue(api: string, q: string): Promise<number | undefined> {
+/** The instant query's result vector; a query Prometheus refuses throws. */
+async function query(api: string, q: string): Promise<{ value: [number, string] }[]> {
   const res = await fetch(`${api}/query?query=${encodeURIComponent(q)}`);
   const body = (await res.json()) as { status: string; data?: { result: { value: [number, string] }[] } };
   if (body.status !== 'success') throw new Error(`query ${q}: ${JSON.stringify(body)}`);
-  const [first] = body.data?.result ?? [];
+  return body.data?.result ?? [];
+}
+
+/** The instant query's one value, or undefined when it has no result (yet). */
+async function queryValue(api: string, q: string): Promise<number | undefined> {
+  const [first] = await query(api, q);
   return first === undefined ? undefined : Number(first.value[1]);
 }
 
@@ -102,6 +108,9 @@ describe('a real Prometheus scrapes leasehold worker --metrics-port', { skip: sk
         assert.ok(age >= 590, `the stuck jobs are ten minutes overdue, Prometheus says ${age} s`);
         assert.equal(await queryValue(api, 'sum(leasehold_jobs{queue="stuck",status="queued"})'), 2);
         assert.equal(await queryValue(api, 'up{job="leasehold"}'), 1);
+        // the Grafana example's queries are valid PromQL over these series
+        for (const q of dashboardQueries()) await query(api, q);
+        assert.ok((await query(api, dashboardQueries()[0]!)).length > 0, 'the stuck queue shows on the first panel');
 
         worker.signal('SIGTERM');
         assert.equal((await worker.waitExit(30_000)).code, 0, 'the worker and its metrics server stop on SIGTERM');

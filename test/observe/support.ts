@@ -1,7 +1,10 @@
 /**
- * Helpers for the metrics tests: read one series out of Prometheus' text format, and a storage
- * that counts the database sampler's calls.
+ * Helpers for the metrics tests: read one series out of Prometheus' text format, a storage
+ * that counts the database sampler's calls, and the Grafana example's queries.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Storage } from '../../src/core/storage.js';
 import { overriding } from '../runtime/support.js';
 
@@ -53,4 +56,11 @@ export function countingSamples(storage: Storage): { storage: Storage; calls: Sa
   s = overriding(s, 'workers', 'list', (f) => () => (calls.workers++, f()));
   s = overriding(s, 'locks', 'acquire', (f) => (p) => (calls.acquires++, f(p)));
   return { storage: s, calls };
+}
+
+/** Every PromQL expression of examples/grafana/leasehold.json, its variables filled in as Grafana would. */
+export function dashboardQueries(): string[] {
+  const file = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../examples/grafana/leasehold.json');
+  const dash = JSON.parse(readFileSync(file, 'utf8')) as { panels: { targets: { expr: string }[] }[] };
+  return dash.panels.flatMap((p) => p.targets.map((t) => t.expr.replaceAll('$__rate_interval', '1m').replace(/\$(queue|type)\b/g, '.*')));
 }
