@@ -3,6 +3,7 @@ export * from './claim-size.js';
 export * from './decide.js';
 export * from './effects.js';
 export * from './errors.js';
+export * from './flow.js';
 export * from './job-input.js';
 export * from './lease.js';
 export * from './limits.js';

@@ -3,6 +3,7 @@
  * lifecycle calls (insert, claim, heartbeat, finish, sweep). Types only; the semantics every
  * adapter must meet are in the header of ./storage.ts, which re-exports everything here.
  */
+import type { TypeFlow } from './flow.js';
 import type { AttemptOutcome, JobStatus } from './status.js';
 
 export interface JobRow {
@@ -38,6 +39,10 @@ export interface JobRow {
   slotAt?: Date;
   /** W3C traceparent of the span that enqueued it, so its attempts link to that trace */
   traceContext?: string;
+  /** the key its type's per-key limits count it under */
+  concurrencyKey?: string;
+  /** its unique key while queued, failed or running (see NewJob.unique) */
+  uniqueKey?: string;
 }
 
 /** A job as the runtime wants it inserted. Validation happened before this point. */
@@ -57,12 +62,26 @@ export interface NewJob {
   maxRuntimeMs: number;
   /** W3C traceparent of the enqueuing span (absent: no recording span) */
   traceContext?: string | undefined;
+  /** the key its type's per-key limits count it under */
+  concurrencyKey?: string | null | undefined;
+  /**
+   * One job per key among queued, failed and running jobs. 'active': a second insert returns the
+   * job that holds the key ('existing'). 'debounce': a waiting holder (queued or failed) gets
+   * this payload and run_at ('replaced'); a running holder gives the key up to a new job.
+   */
+  unique?: { key: string; mode: UniqueMode } | null | undefined;
 }
+
+export type UniqueMode = 'active' | 'debounce';
+
+/** What an insert did for one job: a new row, an existing one returned, or a waiting one replaced. */
+export type InsertOutcome = 'created' | 'existing' | 'replaced';
 
 export interface InsertResult {
   job: JobRow;
-  /** false: a job with the same idempotency key already existed and is returned instead */
+  /** false: a job with the same idempotency or unique key already existed and is returned (or replaced) instead */
   created: boolean;
+  outcome: InsertOutcome;
 }
 
 export interface ClaimParams {
@@ -73,6 +92,8 @@ export interface ClaimParams {
   queues: readonly string[] | null;
   limit: number;
   leaseMs: number;
+  /** limits of these types the claim enforces cluster-wide (types not listed have none) */
+  flow?: Readonly<Record<string, TypeFlow>> | undefined;
 }
 
 /** A claimed job: `leaseToken` and `lockedUntil` are set, `attempts` already counts this one. */

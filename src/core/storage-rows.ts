@@ -80,3 +80,12 @@ export interface AlertTransition {
   state: 'ok' | 'firing';
   value: number | null;
 }
+
+/** A queue's cluster-wide state: a paused queue's jobs are not claimed. */
+export interface QueueState {
+  queue: string;
+  paused: boolean;
+  /** when it was last paused (null: never) */
+  pausedAt: Date | null;
+  updatedAt: Date;
+}

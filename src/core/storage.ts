@@ -10,8 +10,13 @@
  * Exact semantics every adapter must meet (the conformance suite in test/conformance pins them):
  * - ids are decimal strings of an auto-incrementing integer; "newest first" sorts numerically.
  * - jobs.insert: one transaction. A duplicate idempotency key (against any existing row, or an
- *   earlier item of the same batch) returns that row with created=false and inserts nothing.
- *   run_at = runAt ?? now + runAfterMs; status 'queued'; attempts 0.
+ *   earlier item of the same batch) returns that row with created=false, outcome 'existing',
+ *   and inserts nothing. run_at = runAt ?? now + runAfterMs; status 'queued'; attempts 0.
+ *   `unique` keys hold among queued, failed and running jobs only (unique_key): mode 'active'
+ *   returns the holder ('existing'); 'debounce' sets a queued or failed holder's payload and
+ *   run_at ('replaced', the row as updated) and takes the key from a running holder (its
+ *   unique_key cleared) for a new job ('created'). Concurrent inserts of one key from several
+ *   connections make one job.
  * - leases.claim: one atomic step. Due = status IN ('queued','failed') AND run_at <= now AND type
  *   IN types AND (queues null OR queue IN queues), ordered priority ASC, run_at ASC, id ASC.
  *   Each claimed row: status 'running', locked_by = workerId, lease_token = a fresh random token
@@ -19,7 +24,11 @@
  *   attempts + 1. Opens an attempt: attempts.list shows it (outcome 'running', attempt = new
  *   attempts, worker, token, started_at now) — as a row of its own, or (PostgreSQL, MySQL and
  *   SQLite, which write the attempt's row once, when it ends) read from the job row. Concurrent
- *   claimers never get the same row.
+ *   claimers never get the same row. Jobs of a paused queue (queues.pause) are never claimed.
+ *   For a type in `flow`, the claim takes only what core/flow.ts's `flowPlan` picks, reading
+ *   and writing under a per-type serialisation so concurrent claimers never exceed maxRunning,
+ *   maxRunningPerKey or the rate's tokens (buckets stored by `bucketName`); jobs it leaves are
+ *   untouched. Unlimited and limited types share the claim's `limit`.
  * - leases.heartbeat: rows matching id AND lease_token AND status 'running' get locked_until = now +
  *   leaseMs, heartbeat_at = now; every other lease is reported lost with the job's status.
  * - leases.findExpired: running jobs with locked_until < now, oldest locked_until first (then id),
@@ -64,7 +73,7 @@
 import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert } from './schedules.js';
 import type { AttemptOutcomeCount, AttemptRow, ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult } from './storage-jobs.js';
 import type { InsertResult, JobCount, JobQuery, JobRow, NewJob, PruneParams } from './storage-jobs.js';
-import type { AlertStateRow, AlertTransition, EffectParams, EffectRecord, EffectReservation, EffectRow, MigrateResult, QueueHealth, WorkerInfo, WorkerRow } from './storage-rows.js';
+import type { AlertStateRow, AlertTransition, EffectParams, EffectRecord, EffectReservation, EffectRow, MigrateResult, QueueHealth, QueueState, WorkerInfo, WorkerRow } from './storage-rows.js';
 import type { PrunableQuery, StorageFacts } from './storage-diagnostics.js';
 
 // the rows, params and results live in ./storage-jobs.ts and ./storage-rows.ts; re-exported
@@ -178,6 +187,12 @@ export interface QueueStore {
   counts(): Promise<JobCount[]>;
   /** Per queue holding due or running jobs: due, running, age of the oldest due job. */
   health(): Promise<QueueHealth[]>;
+  /** Stop claims from this queue, cluster-wide (running jobs finish; enqueues go on). */
+  pause(params: { queue: string }): Promise<QueueState>;
+  /** Claims from this queue again; wakes listening workers where the database pushes wake-ups. */
+  resume(params: { queue: string }): Promise<QueueState>;
+  /** Every queue ever paused or resumed, by name. */
+  states(): Promise<QueueState[]>;
 }
 
 /** Alert rules' state, moved by compare-and-set so one transition notifies once. */

@@ -16,6 +16,7 @@ import type { Storage } from '../../src/core/storage.js';
 import { adminTests } from './admin.js';
 import { effectTests } from './effects.js';
 import { finishTests } from './finish.js';
+import { flowTests } from './flow.js';
 import { claimTests } from './jobs-claim.js';
 import { insertTests } from './jobs-insert.js';
 import { listingTests } from './listing.js';
@@ -25,6 +26,7 @@ import { observeTests } from './observe.js';
 import { raceTests } from './races.js';
 import { scheduleTests } from './schedules.js';
 import { sweepTests } from './sweep.js';
+import { uniqueTests } from './unique.js';
 import { workerTests } from './workers.js';
 
 export interface ConformanceHarness {
@@ -48,5 +50,7 @@ export function runStorageConformance(h: ConformanceHarness): void {
     scheduleTests(h);
     lockTests(h);
     observeTests(h);
+    flowTests(h);
+    uniqueTests(h);
   });
 }

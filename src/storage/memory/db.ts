@@ -8,7 +8,8 @@
 import { randomBytes } from 'node:crypto';
 import { LeaseholdError } from '../../core/errors.js';
 import type { LockRow, ScheduleRow } from '../../core/schedules.js';
-import type { AlertStateRow, AttemptRow, EffectRow, FinishParams, JobRow, WorkerRow } from '../../core/storage.js';
+import type { Bucket } from '../../core/flow.js';
+import type { AlertStateRow, AttemptRow, EffectRow, FinishParams, JobRow, QueueState, WorkerRow } from '../../core/storage.js';
 
 /** A job as stored: the payload kept as JSON text. */
 export interface StoredJob extends Omit<JobRow, 'payload'> {
@@ -19,7 +20,7 @@ export interface StoredJob extends Omit<JobRow, 'payload'> {
 
 /** What a new job row is made of; everything else starts empty. */
 export type NewJobRow = Pick<StoredJob, 'queue' | 'type' | 'payloadJson' | 'priority' | 'runAt' | 'maxAttempts' | 'idempotencyKey' | 'timeoutMs' | 'maxRuntimeMs'> &
-  Partial<Pick<StoredJob, 'scheduleName' | 'slotAt' | 'traceContext'>>;
+  Partial<Pick<StoredJob, 'scheduleName' | 'slotAt' | 'traceContext' | 'concurrencyKey' | 'uniqueKey'>>;
 
 export interface StoredAttempt extends AttemptRow {
   seq: number;
@@ -57,6 +58,10 @@ export class MemoryDb {
   readonly lockSlots = new Map<string, number>();
   /** rule → its alert state */
   readonly alerts = new Map<string, AlertStateRow>();
+  /** queue → its paused state */
+  readonly queueStates = new Map<string, QueueState>();
+  /** flow token buckets by bucket name */
+  readonly buckets = new Map<string, Bucket>();
   private nextJob = 1;
   private nextAttempt = 1;
   private nextEffect = 1;
@@ -165,6 +170,8 @@ export function jobOut(j: StoredJob): JobRow {
     updatedAt: copyDate(j.updatedAt),
     ...(j.scheduleName !== undefined && j.slotAt !== undefined ? { scheduleName: j.scheduleName, slotAt: copyDate(j.slotAt) } : {}),
     ...(j.traceContext !== undefined ? { traceContext: j.traceContext } : {}),
+    ...(j.concurrencyKey !== undefined ? { concurrencyKey: j.concurrencyKey } : {}),
+    ...(j.uniqueKey !== undefined ? { uniqueKey: j.uniqueKey } : {}),
   };
 }
 

@@ -10,37 +10,57 @@ import { jobOut, slotKey, toJson, type MemoryDb, type StoredJob } from './db.js'
 const RETRYABLE: readonly JobStatus[] = ['queued', 'failed', 'dead', 'cancelled'];
 const CANCELLABLE: readonly JobStatus[] = ['queued', 'failed', 'running'];
 const CANCEL_MESSAGE = 'cancelled by an operator';
+/** the statuses a unique key holds in */
+const ACTIVE: readonly JobStatus[] = ['queued', 'failed', 'running'];
 
 export class MemoryJobs implements JobStore {
   constructor(private readonly db: MemoryDb) {}
 
-  /** An existing idempotency key (or an earlier item of the batch) returns that job with `created: false`. */
+  /** An existing idempotency key (or an earlier item of the batch) returns that job; a unique key follows its mode. */
   async insert(p: { jobs: readonly NewJob[]; tx?: unknown }): Promise<InsertResult[]> {
     if (p.tx !== undefined) throw new LeaseholdError('NOT_SUPPORTED', 'transactional enqueue is not supported by the memory storage');
     const now = this.db.now();
     // serialise every payload first so a bad one leaves nothing half-inserted
     const payloads = p.jobs.map((j) => toJson(j.payload));
     return p.jobs.map((j, i) => {
+      const payloadJson = payloads[i] as string;
+      const runAt = j.runAt ? new Date(j.runAt.getTime()) : new Date(now.getTime() + j.runAfterMs);
       const existing = j.idempotencyKey === null ? undefined : this.db.idempotency.get(j.idempotencyKey);
-      if (existing !== undefined) return { job: jobOut(this.stored(existing)), created: false };
+      if (existing !== undefined) return { job: jobOut(this.stored(existing)), created: false, outcome: 'existing' };
+      const holder = j.unique ? this.#uniqueHolder(j.unique.key) : undefined;
+      if (holder && j.unique?.mode === 'active') return { job: jobOut(holder), created: false, outcome: 'existing' };
+      if (holder && holder.status !== 'running') {
+        Object.assign(holder, { payloadJson, runAt, updatedAt: now });
+        return { job: jobOut(holder), created: false, outcome: 'replaced' };
+      }
+      // a running holder gives its key up to the new job
+      if (holder) delete holder.uniqueKey;
       const row = this.db.insertJob(
         {
           queue: j.queue,
           type: j.type,
-          payloadJson: payloads[i] as string,
+          payloadJson,
           priority: j.priority,
-          runAt: j.runAt ? new Date(j.runAt.getTime()) : new Date(now.getTime() + j.runAfterMs),
+          runAt,
           maxAttempts: j.maxAttempts,
           idempotencyKey: j.idempotencyKey,
           timeoutMs: j.timeoutMs,
           maxRuntimeMs: j.maxRuntimeMs,
           ...(j.traceContext !== undefined ? { traceContext: j.traceContext } : {}),
+          ...(j.concurrencyKey != null ? { concurrencyKey: j.concurrencyKey } : {}),
+          ...(j.unique ? { uniqueKey: j.unique.key } : {}),
         },
         now,
       );
       if (j.idempotencyKey !== null) this.db.idempotency.set(j.idempotencyKey, row.id);
-      return { job: jobOut(row), created: true };
+      return { job: jobOut(row), created: true, outcome: 'created' };
     });
+  }
+
+  /** The queued, failed or running job holding a unique key, if any. */
+  #uniqueHolder(key: string): StoredJob | undefined {
+    for (const j of this.db.jobs.values()) if (j.uniqueKey === key && ACTIVE.includes(j.status)) return j;
+    return undefined;
   }
 
   async get(p: { id: string }): Promise<JobRow | null> {

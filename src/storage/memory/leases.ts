@@ -5,7 +5,8 @@
 import { LeaseholdError } from '../../core/errors.js';
 import type { JobStatus } from '../../core/status.js';
 import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore } from '../../core/storage.js';
-import { jobOut, newToken, type MemoryDb } from './db.js';
+import { type TypeFlow, bucketName, flowPlan, runFlowPlan } from '../../core/flow.js';
+import { jobOut, newToken, type MemoryDb, type StoredJob } from './db.js';
 
 const DUE: readonly JobStatus[] = ['queued', 'failed'];
 const FINISHED: readonly JobStatus[] = ['succeeded', 'dead', 'cancelled'];
@@ -13,19 +14,20 @@ const FINISHED: readonly JobStatus[] = ['succeeded', 'dead', 'cancelled'];
 export class MemoryLeases implements LeaseStore {
   constructor(private readonly db: MemoryDb) {}
 
-  /** Due jobs by priority, run_at, id; each gets a fresh lease and a 'running' attempt row. */
+  /** Due jobs of unpaused queues by priority, run_at, id, within their types' limits; each gets a fresh lease and a 'running' attempt row. */
   async claim(p: ClaimParams): Promise<ClaimedJob[]> {
     const now = this.db.now();
-    const due = [...this.db.jobs.values()]
-      .filter(
-        (j) =>
-          DUE.includes(j.status) &&
-          j.runAt.getTime() <= now.getTime() &&
-          p.types.includes(j.type) &&
-          (p.queues === null || p.queues.includes(j.queue)),
-      )
-      .sort((a, b) => a.priority - b.priority || a.runAt.getTime() - b.runAt.getTime() || a.seq - b.seq)
-      .slice(0, Math.max(0, p.limit));
+    const paused = new Set([...this.db.queueStates.values()].filter((q) => q.paused).map((q) => q.queue));
+    const byOrder = (a: StoredJob, b: StoredJob) => a.priority - b.priority || a.runAt.getTime() - b.runAt.getTime() || a.seq - b.seq;
+    const dueOf = (types: readonly string[]) =>
+      [...this.db.jobs.values()]
+        .filter((j) => DUE.includes(j.status) && j.runAt.getTime() <= now.getTime() && types.includes(j.type) && (p.queues === null || p.queues.includes(j.queue)) && !paused.has(j.queue))
+        .sort(byOrder);
+    const flow = p.flow ?? {};
+    const limited = p.types.filter((t) => flow[t] !== undefined);
+    const picked: StoredJob[] = [];
+    for (const type of limited) picked.push(...this.#flowPick(type, flow[type] as TypeFlow, dueOf([type]), now.getTime(), Math.max(0, p.limit) - picked.length));
+    const due = [...picked, ...dueOf(p.types.filter((t) => flow[t] === undefined)).slice(0, Math.max(0, p.limit - picked.length))];
     return due.map((j) => {
       const token = newToken();
       j.status = 'running';
@@ -55,6 +57,28 @@ export class MemoryLeases implements LeaseStore {
       });
       return jobOut(j) as ClaimedJob;
     });
+  }
+
+  /** The jobs of one limited type its flow plan picks; the buckets it used are written back. */
+  #flowPick(type: string, flow: TypeFlow, due: StoredJob[], nowMs: number, limit: number): StoredJob[] {
+    if (limit <= 0) return [];
+    const runningByKey = new Map<string, number>();
+    let running = 0;
+    for (const j of this.db.jobs.values()) {
+      if (j.type !== type || j.status !== 'running') continue;
+      running++;
+      if (j.concurrencyKey !== undefined) runningByKey.set(j.concurrencyKey, (runningByKey.get(j.concurrencyKey) ?? 0) + 1);
+    }
+    const rate = flow.rate;
+    const pick = runFlowPlan(flowPlan(type, flow, { running, runningByKey, typeBucket: this.db.buckets.get(type) }, nowMs, limit), (q) =>
+      due
+        .filter((j) => !q.excludeIds.includes(j.id) && (j.concurrencyKey === undefined || !q.excludeKeys.includes(j.concurrencyKey)))
+        .slice(0, q.window)
+        .map((j) => ({ id: j.id, key: j.concurrencyKey ?? null, bucket: rate?.perKey ? this.db.buckets.get(bucketName(type, j.concurrencyKey ?? null, rate)) : undefined })),
+    );
+    for (const [name, b] of pick.buckets) this.db.buckets.set(name, b);
+    const ids = new Set(pick.ids);
+    return due.filter((j) => ids.has(j.id));
   }
 
   /** Extends every lease still held under its token; reports the others as lost. */

@@ -1,7 +1,7 @@
 /** What the in-memory queues hold: jobs counted by queue, type and status, and each queue's health. */
 import { DUE_STATUSES } from '../../core/status.js';
-import type { JobCount, QueueHealth, QueueStore } from '../../core/storage.js';
-import type { MemoryDb } from './db.js';
+import type { JobCount, QueueHealth, QueueState, QueueStore } from '../../core/storage.js';
+import { type MemoryDb, copyDate, copyDateOrNull } from './db.js';
 
 export class MemoryQueues implements QueueStore {
   constructor(private readonly db: MemoryDb) {}
@@ -37,4 +37,28 @@ export class MemoryQueues implements QueueStore {
     }
     return [...queues.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
   }
+
+  async pause(p: { queue: string }): Promise<QueueState> {
+    return this.#set(p.queue, true);
+  }
+
+  async resume(p: { queue: string }): Promise<QueueState> {
+    return this.#set(p.queue, false);
+  }
+
+  /** By queue name. */
+  async states(): Promise<QueueState[]> {
+    this.db.now();
+    return [...this.db.queueStates.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0)).map(stateOut);
+  }
+
+  #set(queue: string, paused: boolean): QueueState {
+    const now = this.db.now();
+    const prev = this.db.queueStates.get(queue);
+    const state = { queue, paused, pausedAt: paused ? now : (prev?.pausedAt ?? null), updatedAt: now };
+    this.db.queueStates.set(queue, state);
+    return stateOut(state);
+  }
 }
+
+const stateOut = (q: QueueState): QueueState => ({ ...q, pausedAt: copyDateOrNull(q.pausedAt), updatedAt: copyDate(q.updatedAt) });
