@@ -47,6 +47,8 @@ export function rowMappers(d: RowDecoders) {
       // only jobs a schedule enqueued carry their slot
       ...(r.schedule_name != null && r.slot_at != null ? { scheduleName: String(r.schedule_name), slotAt: d.date(r.slot_at) } : {}),
       ...(r.trace_context != null ? { traceContext: String(r.trace_context) } : {}),
+      ...(r.concurrency_key != null ? { concurrencyKey: String(r.concurrency_key) } : {}),
+      ...(r.unique_key != null ? { uniqueKey: String(r.unique_key) } : {}),
     };
   }
 
@@ -88,18 +90,21 @@ export function insertedJobRow(j: NewJob, db: { id: string; runAt: Date; created
     // each Date its own object, as rows read back are
     createdAt: db.createdAt, updatedAt: new Date(db.createdAt.getTime()),
     ...(j.traceContext !== undefined ? { traceContext: j.traceContext } : {}),
+    ...(j.concurrencyKey != null ? { concurrencyKey: j.concurrencyKey } : {}),
+    ...(j.unique ? { uniqueKey: j.unique.key } : {}),
   };
 }
 
 /**
  * Whether two new jobs differ at most in their payload, so that one statement can insert both
  * with the shared values (trace context included) sent once (the adapters' "run of alike jobs").
- * Idempotency keys are left to the caller: a run is only ever made of jobs without one.
+ * Idempotency and unique keys are left to the caller: a run is only ever made of jobs without them.
  */
 export function alikeButPayload(a: NewJob, b: NewJob): boolean {
   return (
     a.type === b.type && a.queue === b.queue && a.priority === b.priority && a.runAfterMs === b.runAfterMs &&
     (a.runAt?.getTime() ?? null) === (b.runAt?.getTime() ?? null) && a.maxAttempts === b.maxAttempts &&
-    a.timeoutMs === b.timeoutMs && a.maxRuntimeMs === b.maxRuntimeMs && a.traceContext === b.traceContext
+    a.timeoutMs === b.timeoutMs && a.maxRuntimeMs === b.maxRuntimeMs && a.traceContext === b.traceContext &&
+    (a.concurrencyKey ?? null) === (b.concurrencyKey ?? null)
   );
 }
