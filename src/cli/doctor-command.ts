@@ -15,6 +15,7 @@ import { findUnhandled } from '../runtime/client.js';
 import { Retention } from '../runtime/retention.js';
 import { withStorage } from './main.js';
 import { type RetentionFlags, addRetentionAgeOptions, retentionFrom } from './retention-options.js';
+import { terminalSafe } from './format.js';
 
 export const DOCTOR_EXIT = { warning: 5, error: 6 } as const;
 
@@ -31,12 +32,6 @@ const PAGE = 500;
 const LEASES_READ = 20;
 /** a worker silent this long is not live (the sweeper's default) */
 const ALIVE_WITHIN_MS = 60_000;
-
-/** Control characters (C0, DEL, C1) and bidi overrides from the database, made visible instead of obeyed by the terminal. */
-export function terminalSafe(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).replace(/\n/g, '\\n');
-}
 
 function hostClock(): () => number {
   const offset = Number(process.env.LEASEHOLD_DOCTOR_CLOCK_OFFSET_MS ?? 0);

@@ -1,8 +1,14 @@
 /** Plain-text tables and job details for the terminal; `--json` bypasses all of this. */
 import type { AttemptRow, JobRow } from '../core/storage.js';
 
+/** Control characters (C0, DEL, C1) and bidi overrides from the database, made visible instead of obeyed by the terminal. */
+export function terminalSafe(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).replace(/\n/g, '\\n');
+}
+
 export function table(headers: string[], rows: (string | number | null)[][]): string {
-  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? '-' : String(c))))];
+  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? '-' : terminalSafe(String(c)))))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   return cells.map((r) => r.map((c, i) => (c ?? '').padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n');
 }
@@ -28,7 +34,7 @@ export function jobDetail(job: JobRow, attempts: AttemptRow[]): string {
     ['last error', job.lastErrorCode ? `${job.lastErrorCode}: ${job.lastError ?? ''}` : null], ['timeout', `${job.timeoutMs} ms`],
     ['max runtime', `${job.maxRuntimeMs} ms`], ['created', iso(job.createdAt)], ['payload', JSON.stringify(job.payload)],
   ];
-  const head = fields.map(([k, v]) => `${k.padEnd(16)} ${v === null || v === undefined ? '-' : String(v)}`).join('\n');
+  const head = fields.map(([k, v]) => `${k.padEnd(16)} ${v === null || v === undefined ? '-' : terminalSafe(String(v))}`).join('\n');
   const hist = table(
     ['#', 'WORKER', 'STARTED', 'DURATION', 'OUTCOME', 'ERROR', 'RETRY IN'],
     attempts.map((a) => [a.attempt, a.workerId, iso(a.startedAt), a.durationMs === null ? null : `${a.durationMs} ms`, a.outcome,

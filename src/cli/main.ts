@@ -16,6 +16,7 @@ import { jobDetail, jobsTable, table, iso } from './format.js';
 import { parseDate, parseDuration, parseId, parseIntIn } from './parse.js';
 import { registerWorkerCommands } from './worker-commands.js';
 import { registerScheduleCommands } from './schedule-commands.js';
+import { registerQueueCommands } from './queue-commands.js';
 import { registerDashboardCommand } from './dashboard-command.js';
 import { DoctorVerdict, registerDoctorCommand } from './doctor-command.js';
 import { registerPruneCommand } from './prune-command.js';
@@ -142,6 +143,7 @@ export function buildProgram(): Command {
 
   registerWorkerCommands(program);
   registerScheduleCommands(program);
+  registerQueueCommands(program);
   registerDashboardCommand(program);
   registerPruneCommand(program);
   registerDoctorCommand(program);

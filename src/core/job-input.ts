@@ -21,6 +21,22 @@ export interface EnqueueOptions {
   timeoutMs?: number;
   /** hard bound on one attempt */
   maxRuntimeMs?: number;
+  /** the key this job counts under for its type's per-key limits (`keyConcurrency`, a per-key `rateLimit`) */
+  concurrencyKey?: string;
+  /**
+   * One job per key. 'forever' (the default): as `idempotencyKey`. 'active': while a job with the
+   * key is queued, failed or running, it is returned instead. 'period': one job per `periodMs`
+   * window (aligned to the Unix epoch, by this process's clock). 'debounce': a waiting job with
+   * the key takes this payload and run time instead; a running one lets a new job take the key.
+   */
+  unique?: UniqueOption;
+}
+
+export interface UniqueOption {
+  key: string;
+  mode?: 'forever' | 'active' | 'period' | 'debounce';
+  /** the window of mode 'period' */
+  periodMs?: number;
 }
 
 export interface JobDefaults {
@@ -181,12 +197,14 @@ export function parsePayloadText(text: string, maxBytes: number = DEFAULT_MAX_PA
 }
 
 /** Build the row to insert from user input, or throw a `ValidationError`. */
-export function buildNewJob(type: string, payload: unknown, opts: EnqueueOptions, defaults: JobDefaults, maxPayloadBytes?: number): NewJob {
+export function buildNewJob(type: string, payload: unknown, opts: EnqueueOptions, defaults: JobDefaults, maxPayloadBytes?: number, nowMs = 0): NewJob {
   validateName('job type', type);
   checkPayload(payload, maxPayloadBytes);
   if (opts.runAt !== undefined && opts.delayMs !== undefined) invalid('give runAt or delayMs, not both');
   if (opts.delayMs !== undefined) checkDelay('delayMs', opts.delayMs);
-  const key = opts.idempotencyKey === undefined ? null : validateKeyText('idempotencyKey', opts.idempotencyKey, 255);
+  const unique = opts.unique === undefined ? undefined : uniqueOf(opts.unique, nowMs);
+  if (unique?.idempotencyKey !== undefined && opts.idempotencyKey !== undefined) invalid("give idempotencyKey or a 'forever'/'period' unique key, not both");
+  const key = opts.idempotencyKey === undefined ? (unique?.idempotencyKey ?? null) : validateKeyText('idempotencyKey', opts.idempotencyKey, 255);
   const timeoutMs = intOption('timeoutMs', opts.timeoutMs, 1, defaults.timeoutMs);
   return {
     type,
@@ -199,5 +217,20 @@ export function buildNewJob(type: string, payload: unknown, opts: EnqueueOptions
     idempotencyKey: key,
     timeoutMs,
     maxRuntimeMs: intOption('maxRuntimeMs', opts.maxRuntimeMs, 1, Math.max(defaults.maxRuntimeMs, timeoutMs)),
+    ...(opts.concurrencyKey !== undefined ? { concurrencyKey: validateKeyText('concurrencyKey', opts.concurrencyKey, 255) } : {}),
+    ...(unique?.unique ? { unique: unique.unique } : {}),
   };
+}
+
+/** A unique option as storage takes it: an idempotency key (forever, period) or a unique key (active, debounce). */
+function uniqueOf(u: UniqueOption, nowMs: number): { idempotencyKey?: string; unique?: NonNullable<NewJob['unique']> } {
+  if (typeof u !== 'object' || u === null) invalid('unique must be { key, mode?, periodMs? }');
+  const key = validateKeyText('unique.key', u.key, 200);
+  const mode = u.mode ?? 'forever';
+  if (mode === 'forever') return { idempotencyKey: key };
+  if (mode === 'active' || mode === 'debounce') return { unique: { key, mode } };
+  if (mode !== 'period') invalid(`unique.mode must be 'forever', 'active', 'period' or 'debounce'; got ${JSON.stringify(mode)}`);
+  const p = u.periodMs;
+  if (typeof p !== 'number' || !Number.isInteger(p) || p < 1000) invalid(`unique.periodMs must be an integer >= 1000 with mode 'period'; got ${String(p)}`);
+  return { idempotencyKey: `${key}@${Math.floor(nowMs / p) * p}` };
 }

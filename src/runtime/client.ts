@@ -11,8 +11,9 @@ import {
   UnknownJobTypeError,
   ValidationError,
   buildNewJob,
+  validateName,
 } from '../core/index.js';
-import type { AlertStateRow, AttemptRow, EffectRow, JobCount, JobQuery, JobRow, NewJob, Storage, WorkerRow } from '../core/storage.js';
+import type { AlertStateRow, AttemptRow, EffectRow, InsertOutcome, JobCount, JobQuery, JobRow, NewJob, QueueState, Storage, WorkerRow } from '../core/storage.js';
 import type { LockRow, ScheduleRow } from '../core/schedules.js';
 import { LocalBus } from './env.js';
 import type { AnyJobDefinition, JobDefinition } from './job-definition.js';
@@ -32,8 +33,10 @@ export interface ClientOptions {
 }
 
 export type EnqueuedJob = JobRow & {
-  /** false when the idempotency key matched an existing job, which is returned instead */
+  /** false when an idempotency or unique key matched an existing job, which is returned instead */
   created: boolean;
+  /** what the enqueue did: a new job, an existing one returned, or a waiting one replaced (debounce) */
+  outcome: InsertOutcome;
 };
 
 export interface EnqueueItem {
@@ -95,6 +98,8 @@ export class Client {
     // place rather than copied (a spread of ~22 fields cost more per job than the insert).
     // Only a batch that met an existing row can hold one object twice: then copy repeats.
     const seen = results.every((r) => r.created) ? null : new Set<JobRow>();
+    // a debounce that replaced a waiting job moved its run time: wake local workers as for a new one
+    created ||= results.some((r) => r.outcome === 'replaced');
     for (const r of results) {
       created ||= r.created;
       let job = r.job as EnqueuedJob;
@@ -103,6 +108,7 @@ export class Client {
         else seen.add(r.job);
       }
       job.created = r.created;
+      job.outcome = r.outcome;
       jobs.push(job);
     }
     // Inside a caller's transaction the job is not visible until they commit; waking local
@@ -114,14 +120,14 @@ export class Client {
   /** Validation and defaults for one item; a promise only when a payload schema must run. */
   #prepare(item: EnqueueItem): NewJob | Promise<NewJob> {
     const options = item.options ?? NO_OPTIONS;
-    if (!this.registry) return buildNewJob(item.type, item.payload, options, this.#defaults, this.#maxPayloadBytes);
+    const now = options.unique?.mode === 'period' ? Date.now() : 0;
+    if (!this.registry) return buildNewJob(item.type, item.payload, options, this.#defaults, this.#maxPayloadBytes, now);
     const def = this.registry.get(item.type);
     if (!def) throw new UnknownJobTypeError(item.type, this.registry.types);
     const defaults = this.#defaultsFor(def);
-    if (!def.schema) return buildNewJob(item.type, item.payload, options, defaults, this.#maxPayloadBytes);
-    return validateWithSchema(item.type, def.schema, item.payload).then((payload) =>
-      buildNewJob(item.type, payload, options, defaults, this.#maxPayloadBytes),
-    );
+    const build = (payload: unknown) => buildNewJob(item.type, payload, withKeyOf(def, payload, options), defaults, this.#maxPayloadBytes, now);
+    if (!def.schema) return build(item.payload);
+    return validateWithSchema(item.type, def.schema, item.payload).then(build);
   }
 
   /** A job type's own policies over the client's defaults (read per item: a definition is the user's object). */
@@ -170,6 +176,21 @@ export class Client {
   }
 
   /** Each alert rule's state (firing or ok, since when, the value that moved it); a rule that never fired has none. */
+  /** Stop claims from a queue on every worker (running jobs finish; enqueues and schedules go on). */
+  pauseQueue(queue: string): Promise<QueueState> {
+    return this.storage.queues.pause({ queue: validateName('queue', queue) });
+  }
+
+  /** Claims from the queue again. */
+  resumeQueue(queue: string): Promise<QueueState> {
+    return this.storage.queues.resume({ queue: validateName('queue', queue) });
+  }
+
+  /** Queues ever paused or resumed, with their state. */
+  queueStates(): Promise<QueueState[]> {
+    return this.storage.queues.states();
+  }
+
   listAlerts(): Promise<AlertStateRow[]> {
     return this.storage.alerts.list();
   }
@@ -229,4 +250,11 @@ function checkId(id: string): string {
 
 export function createClient(opts: ClientOptions): Client {
   return new Client(opts);
+}
+
+/** The options with the definition's concurrency key filled in, unless the enqueue gave one. */
+function withKeyOf(def: JobDefinition<unknown>, payload: unknown, options: EnqueueOptions & { tx?: unknown }): EnqueueOptions & { tx?: unknown } {
+  if (options.concurrencyKey !== undefined || !def.concurrencyKey) return options;
+  const key = def.concurrencyKey(payload);
+  return key === null || key === undefined ? options : { ...options, concurrencyKey: key };
 }

@@ -3,8 +3,8 @@
  */
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { Logger } from 'pino';
-import type { LeaseExpiredPolicy, RetryPolicy } from '../core/index.js';
-import { ValidationError, validateName, validateRetryPolicy } from '../core/index.js';
+import type { LeaseExpiredPolicy, RateLimit, RetryPolicy, TypeFlow } from '../core/index.js';
+import { ValidationError, validateName, validateRetryPolicy, validateTypeFlow } from '../core/index.js';
 import type { JobRow } from '../core/storage.js';
 
 export interface JobContext {
@@ -47,12 +47,24 @@ export interface JobDefinition<P = unknown> {
   priority?: number;
   /** 'retry' (default) puts a job whose worker vanished back to due; 'fail' makes it dead, for non-idempotent work */
   onLeaseExpired?: LeaseExpiredPolicy;
-  /**
-   * Cluster-wide cap: at most this many jobs of this type run at once across all workers (a
-   * semaphore lock `jobtype:<type>`). A job over the cap goes back to the queue for a moment,
-   * its attempt not counted.
-   */
+  /** at most this many jobs of this type run at once across the cluster; the claim leaves the rest due */
   globalConcurrency?: number;
+  /** at most this many jobs of this type run at once per concurrency key, across the cluster */
+  keyConcurrency?: number;
+  /** the concurrency key of a job from its payload (an enqueue's `concurrencyKey` option wins) */
+  concurrencyKey?: (payload: P) => string | null | undefined;
+  /** at most `limit` jobs of this type start per `periodMs` (per concurrency key with `perKey`), across the cluster */
+  rateLimit?: RateLimit;
+}
+
+/** The limits the claim enforces for a type, or undefined when it has none. */
+export function flowOf(def: JobDefinition<unknown>): TypeFlow | undefined {
+  if (def.globalConcurrency === undefined && def.keyConcurrency === undefined && def.rateLimit === undefined) return undefined;
+  return {
+    ...(def.globalConcurrency !== undefined ? { maxRunning: def.globalConcurrency } : {}),
+    ...(def.keyConcurrency !== undefined ? { maxRunningPerKey: def.keyConcurrency } : {}),
+    ...(def.rateLimit !== undefined ? { rate: def.rateLimit } : {}),
+  };
 }
 
 export function defineJob<P>(def: JobDefinition<P>): JobDefinition<P> {
@@ -62,10 +74,9 @@ export function defineJob<P>(def: JobDefinition<P>): JobDefinition<P> {
   if (def.onLeaseExpired && !['retry', 'fail'].includes(def.onLeaseExpired)) {
     throw new ValidationError('INVALID_OPTION', `job ${def.type}: onLeaseExpired must be 'retry' or 'fail'`);
   }
-  const g = def.globalConcurrency;
-  if (g !== undefined && (!Number.isInteger(g) || g < 1 || g > 1000)) {
-    throw new ValidationError('INVALID_OPTION', `job ${def.type}: globalConcurrency must be an integer from 1 to 1000`);
-  }
+  const flow = flowOf(def as JobDefinition<unknown>);
+  if (flow) validateTypeFlow(def.type, flow);
+  if (def.concurrencyKey !== undefined && typeof def.concurrencyKey !== 'function') throw new ValidationError('INVALID_OPTION', `job ${def.type}: concurrencyKey must be a function of the payload`);
   return def;
 }
 
@@ -96,6 +107,16 @@ export class JobRegistry {
 
   get size(): number {
     return this.#byType.size;
+  }
+
+  /** Each limited type's limits, for the claim; undefined when no type is limited. */
+  get flow(): Record<string, TypeFlow> | undefined {
+    const out: Record<string, TypeFlow> = {};
+    for (const [type, def] of this.#byType) {
+      const f = flowOf(def);
+      if (f) out[type] = f;
+    }
+    return Object.keys(out).length > 0 ? out : undefined;
   }
 }
 

@@ -20,8 +20,6 @@ export interface ClaimState {
   running: number;
   /** handlers holding a concurrency slot */
   executing: number;
-  /** capped jobs waiting for a slot of their type's semaphore */
-  admitting: number;
   buffered: number;
 }
 
@@ -29,7 +27,7 @@ export interface ClaimState {
 export function claimBudget(s: ClaimState): number {
   if (s.running - s.executing >= MAX_UNWRITTEN_FINISHES) return 0;
   const target = bufferTarget(s.concurrency, s.fixedBuffer, s.avgRunMs);
-  return claimLimit({ concurrency: s.concurrency, target, executing: s.executing + s.admitting, buffered: s.buffered });
+  return claimLimit({ concurrency: s.concurrency, target, executing: s.executing, buffered: s.buffered });
 }
 
 /** Resolves on the next turn of the event loop (after pending I/O and timers). */

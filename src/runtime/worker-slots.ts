@@ -1,10 +1,10 @@
 /**
- * A worker's concurrency slots: starts buffered jobs while slots are free (after taking a slot
- * of the type's cluster-wide cap, for capped types), runs each as an Attempt, and hears when
- * its handler freed the slot and when the attempt is over. Nothing starts once the worker no
- * longer accepts jobs (stop() was called). The worker (worker.ts) claims and shuts down.
+ * A worker's concurrency slots: starts buffered jobs while slots are free, runs each as an
+ * Attempt, and hears when its handler freed the slot and when the attempt is over. Nothing
+ * starts once the worker no longer accepts jobs (stop() was called). The worker (worker.ts)
+ * claims and shuts down; cluster-wide limits were applied by the claim.
  */
-import { AbortReason as Reason, nextAvgRunMs } from '../core/index.js';
+import { nextAvgRunMs } from '../core/index.js';
 import type { Storage } from '../core/storage.js';
 import { Attempt, type AttemptDeps } from './attempt.js';
 import { AttemptClock } from './attempt-clock.js';
@@ -13,9 +13,7 @@ import { EffectBatcher } from './effect-batcher.js';
 import type { Logger } from './env.js';
 import { type Heartbeater, leaseSafetyMargin } from './heartbeater.js';
 import type { JobDefinition, JobRegistry } from './job-definition.js';
-import type { Lock } from './locks.js';
 import type { AttemptObservation, WorkerObserver } from './observer.js';
-import type { TypeCaps } from './type-cap.js';
 import type { Wakeup } from './wakeup.js';
 import type { JobLease, LeaseBook } from './worker-leases.js';
 
@@ -24,7 +22,6 @@ export interface SlotsDeps {
   completer: Completer;
   leases: LeaseBook;
   registry: JobRegistry;
-  caps: TypeCaps;
   heartbeater: Pick<Heartbeater, 'beat'>;
   log: Logger;
   random: () => number;
@@ -35,8 +32,6 @@ export interface SlotsDeps {
   wake: Wakeup;
   /** whether jobs may start (false once stop() was called) */
   accepting: () => boolean;
-  /** give a claimed job back, due now, its attempt not counted */
-  handBack: (lease: JobLease) => Promise<void>;
   /** metrics and tracing, when any */
   observer: WorkerObserver | undefined;
 }
@@ -48,8 +43,6 @@ export class Slots {
   readonly clock = new AttemptClock(() => this.running.values());
   /** jobs whose handler holds a concurrency slot (their finish may still be in flight after) */
   executing = 0;
-  /** capped jobs waiting for a slot of their type's semaphore: they hold a concurrency slot */
-  admitting = 0;
   /** moving average of handler run time in ms (null until a job ran) */
   avgRunMs: number | null = null;
   /** attempts over, by outcome */
@@ -58,8 +51,6 @@ export class Slots {
   readonly ended: Record<'handed_back' | 'abandoned', string[]> = { handed_back: [], abandoned: [] };
   /** What every attempt shares (made once: per job it was a closure apiece). */
   #attemptDeps: AttemptDeps | undefined;
-  /** the type-cap slots of running capped jobs: given back when the attempt ends */
-  readonly #capSlots = new Map<Attempt, () => Promise<void>>();
   /** what the observer wants told when each attempt ends */
   readonly #observed = new Map<Attempt, AttemptObservation>();
 
@@ -68,34 +59,16 @@ export class Slots {
   /** Start buffered jobs while slots are free; never once the worker stopped accepting. */
   dispatch(): void {
     const d = this.d;
-    while (this.executing + this.admitting < d.concurrency && d.accepting()) {
+    while (this.executing < d.concurrency && d.accepting()) {
       const entry = d.leases.next();
       if (!entry) return;
       const def = d.registry.get(entry.job.type);
       if (!def) continue; // cannot happen: we only claim registered types
-      const cap = def.globalConcurrency;
-      if (cap === undefined) {
-        this.#launch(entry, def, null);
-        continue;
-      }
-      // over its type's cluster-wide cap the job goes back to the queue (attempt not counted)
-      this.admitting++;
-      void d.caps.admit(entry.job, cap).then(async (lock) => {
-        this.admitting--;
-        if (lock && d.accepting() && !entry.lost) this.#launch(entry, def, lock);
-        else {
-          if (lock) await d.caps.keep(lock, () => {})();
-          // a lease lost meanwhile is not ours to give back; one over the cap was given back by admit
-          if (lock && !entry.lost) await d.handBack(entry);
-          d.leases.release(entry);
-        }
-        d.wake.wake();
-        this.dispatch();
-      });
+      this.#launch(entry, def);
     }
   }
 
-  #launch(entry: JobLease, def: JobDefinition<unknown>, lock: Lock | null): void {
+  #launch(entry: JobLease, def: JobDefinition<unknown>): void {
     const d = this.d;
     const attempt = new Attempt(entry.job, def, (this.#attemptDeps ??= {
       storage: d.storage,
@@ -113,7 +86,6 @@ export class Slots {
     entry.attempt = attempt;
     this.executing++;
     this.running.set(entry.job.id, attempt);
-    if (lock) this.#capSlots.set(attempt, d.caps.keep(lock, () => attempt.abort(new Reason('LEASE_LOST', `slot of the ${entry.job.type} concurrency cap lost`))));
     if (!d.observer?.attempt) return attempt.start();
     const seen = d.observer.attempt(entry.job, () => attempt.start());
     if (seen) this.#observed.set(attempt, seen);
@@ -130,13 +102,8 @@ export class Slots {
     this.d.wake.wake();
   }
 
-  /** The attempt is over: its cap slot and lease are given up, and the next job may start. */
+  /** The attempt is over: its lease is given up, and the next job may start. */
   #done(attempt: Attempt, outcome: string): void {
-    const release = this.#capSlots.get(attempt);
-    if (release) {
-      this.#capSlots.delete(attempt);
-      void release();
-    }
     const lease = this.d.leases.get(attempt.job.id);
     if (lease?.attempt === attempt) this.d.leases.release(lease);
     if (outcome === 'handed_back' || outcome === 'abandoned') this.ended[outcome].push(attempt.job.id);

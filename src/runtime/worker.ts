@@ -5,7 +5,7 @@
  * one thing. Every lease it holds is one object from claim to the attempt's end
  * (worker-leases.ts), so a renewal's answer or a cancel reaches the job wherever it is.
  */
-import { AbortReason as Reason, ValidationError } from '../core/index.js';
+import { AbortReason as Reason, type TypeFlow, ValidationError } from '../core/index.js';
 import type { ClaimedJob, Storage } from '../core/storage.js';
 import { Completer } from './completer.js';
 import { settlesBy } from './deadline.js';
@@ -24,7 +24,6 @@ import type { DrainReport, StopReport, WorkerOptions } from './worker-options.js
 import { Scheduler } from './scheduler.js';
 import { type WorkerObserver, combineObservers } from './observer.js';
 import { tracingObserver } from './tracing.js';
-import { TypeCaps } from './type-cap.js';
 import { AlertEvaluator } from './alert-evaluator.js';
 import { withAlertJobs } from './alert-webhook.js';
 import { VERSION } from './version.js';
@@ -55,6 +54,9 @@ export class Worker {
   readonly #alerts: AlertEvaluator | null;
   readonly #slots: Slots;
   readonly #observer: WorkerObserver | undefined;
+  readonly #types: string[];
+  /** the claim enforces these types' limits cluster-wide */
+  readonly #flow: Record<string, TypeFlow> | undefined;
   readonly #wake = new Wakeup();
   #state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   #loop: Promise<void> | null = null;
@@ -70,6 +72,8 @@ export class Worker {
     if (this.registry.size === 0) throw new ValidationError('INVALID_OPTION', 'a worker needs at least one job definition');
     ({ concurrency: this.#concurrency, fixedBuffer: this.#fixedBuffer, queues: this.#queues, leaseMs: this.#leaseMs, pollMs: this.#pollMs, random: this.#random } = workerSettings(opts));
     this.id = opts.workerId ?? newWorkerId();
+    this.#types = this.registry.types;
+    this.#flow = this.registry.flow;
     this.log = (opts.logger ?? defaultLogger()).child({ workerId: this.id });
     this.#logInfo = this.log.isLevelEnabled('info');
     this.#completer = new Completer(this.#storage, this.log);
@@ -83,11 +87,10 @@ export class Worker {
         ? null
         : new Scheduler({ storage: this.#storage, registry: this.registry, ...(opts.schedules ? { schedules: opts.schedules } : {}), intervalMs: opts.schedulerIntervalMs ?? 1_000, logger: this.log, random: this.#random });
     this.#alerts = opts.alerts ? new AlertEvaluator({ ...opts.alerts, queue: opts.alerts.queue ?? this.#queues?.[0], storage: this.#storage, logger: this.log, random: this.#random, owner: this.id }) : null;
-    const caps = new TypeCaps(this.#storage, this.id, this.#leaseMs, (p) => this.#completer.finish(p), this.log, this.#random);
     this.#slots = new Slots({
-      storage: this.#storage, completer: this.#completer, leases: this.#leases, registry: this.registry, caps, heartbeater: this.#heartbeater,
+      storage: this.#storage, completer: this.#completer, leases: this.#leases, registry: this.registry, heartbeater: this.#heartbeater,
       log: this.log, random: this.#random, concurrency: this.#concurrency, leaseMs: this.#leaseMs, abortGraceMs: opts.abortGraceMs ?? 5_000,
-      wake: this.#wake, accepting: () => this.#state === 'running', handBack: (lease) => this.#handBack(lease), observer: this.#observer,
+      wake: this.#wake, accepting: () => this.#state === 'running', observer: this.#observer,
     });
   }
 
@@ -97,7 +100,7 @@ export class Worker {
 
   /** Jobs held by this worker right now (running + buffered). */
   get inFlight(): number {
-    return this.#slots.running.size + this.#leases.buffered + this.#slots.admitting;
+    return this.#slots.running.size + this.#leases.buffered;
   }
 
   async start(): Promise<void> {
@@ -184,7 +187,7 @@ export class Worker {
     if (running.size > 0) {
       this.log.info({ event: 'worker.draining', running: [...running.keys()], deadlineMs }, 'stopping: waiting for running jobs');
     }
-    await waitWhile(this.#wake, () => running.size > 0 || this.#slots.admitting > 0, until);
+    await waitWhile(this.#wake, () => running.size > 0, until);
     // only handlers still running are aborted (a job whose finish is being written just lands);
     // they stop, their leases still held and renewed, before they are handed back. One that
     // ignored an earlier abort (a timeout) is waited for no longer: its lease is left to lapse
@@ -226,7 +229,7 @@ export class Worker {
         // the lease is surely ours until the lease length after the claim was sent
         const sentAt = performance.now();
         try {
-          const jobs = await this.#storage.leases.claim({ workerId: this.id, types: this.registry.types, queues: this.#queues, limit, leaseMs: this.#leaseMs });
+          const jobs = await this.#storage.leases.claim({ workerId: this.id, types: this.#types, queues: this.#queues, limit, leaseMs: this.#leaseMs, flow: this.#flow });
           if (this.#state !== 'running') {
             // stop() began while this claim was out (it may have stopped waiting for it): none
             // of these start; they go straight back, due now, the attempt not counted
@@ -254,8 +257,8 @@ export class Worker {
 
   /** How many jobs to claim now (0: not yet): see worker-claim.ts. */
   #claimLimit(): number {
-    const { avgRunMs, running, executing, admitting } = this.#slots;
-    return claimBudget({ concurrency: this.#concurrency, fixedBuffer: this.#fixedBuffer, avgRunMs, running: running.size, executing, admitting, buffered: this.#leases.buffered });
+    const { avgRunMs, running, executing } = this.#slots;
+    return claimBudget({ concurrency: this.#concurrency, fixedBuffer: this.#fixedBuffer, avgRunMs, running: running.size, executing, buffered: this.#leases.buffered });
   }
 
   #accept(job: ClaimedJob, expiresAt: number): void {
