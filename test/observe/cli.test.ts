@@ -1,6 +1,7 @@
 /**
  * `leasehold worker --metrics-port`: the process serves /metrics, /healthz and /readyz while it
- * runs, counts the jobs it ran, and stops serving when SIGTERM stops the worker; a sampling
+ * runs, counts the jobs it ran, and stops serving when SIGTERM stops the worker, giving the
+ * sampler's lock up; a sampling
  * interval under the minimum is refused before anything starts.
  */
 import assert from 'node:assert/strict';
@@ -8,7 +9,8 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { Client } from '../../src/runtime/client.js';
 import { sqliteStorage } from '../../src/storage/sqlite/index.js';
-import { cli, tempDb } from '../cli/support.js';
+import { SAMPLER_LOCK } from '../../src/observe/db-sampler.js';
+import { cli, tempDb, withDb } from '../cli/support.js';
 import { CliProcess, ROOT, killAll } from '../process/support-cli.js';
 import { waitFor } from '../runtime/support.js';
 import { valueOf } from './support.js';
@@ -42,9 +44,13 @@ describe('leasehold worker --metrics-port', () => {
     assert.equal(ready.status, 200);
     assert.equal(((await ready.json()) as { ok: boolean }).ok, true);
 
+    const samplerLock = () => withDb(t.file, async (s) => (await s.locks.list({ name: SAMPLER_LOCK })).filter((l) => !l.expired));
+    assert.equal((await samplerLock()).length, 1, 'the worker samples the database for the cluster');
+
     worker.signal('SIGTERM');
     assert.equal((await worker.waitExit(30_000)).code, 0);
     await assert.rejects(fetch(`${url}healthz`), 'nothing listens once the worker stopped');
+    assert.deepEqual(await samplerLock(), [], 'the sampler lock was given up: another process samples at its next try');
   });
 
   test('a sampling interval under 5 s is refused', async () => {
