@@ -16,7 +16,7 @@ import { HTTPException } from 'hono/http-exception';
 import { secureHeaders } from 'hono/secure-headers';
 import { isLeaseholdError, ValidationError } from '../core/errors.js';
 import type { ScheduleRow } from '../core/schedules.js';
-import type { AlertStateRow } from '../core/storage.js';
+import type { AlertStateRow, QueueState } from '../core/storage.js';
 import type { Client } from '../runtime/client.js';
 import type { ObserveEndpoints } from '../observe/server.js';
 import { healthRoutes, metricsRoutes } from '../observe/server.js';
@@ -31,6 +31,10 @@ export type DashboardClient = Pick<Client, 'listJobs' | 'getJob' | 'listAttempts
   listSchedules?: () => Promise<readonly ScheduleRow[]>;
   /** alert rules' states, shown on the overview when the client has it */
   listAlerts?: () => Promise<readonly AlertStateRow[]>;
+  /** queue pause and resume, offered on the overview when the client has them */
+  queueStates?: () => Promise<readonly QueueState[]>;
+  pauseQueue?: (queue: string) => Promise<QueueState>;
+  resumeQueue?: (queue: string) => Promise<QueueState>;
 };
 
 export interface DashboardOptions {
@@ -184,8 +188,8 @@ export function createDashboard(opts: DashboardOptions): Hono<Env> {
   if (opts.observe) app.route(base || '/', metricsRoutes(opts.observe));
 
   const home = async (c: Context<Env>) => {
-    const [counts, workers, unhandled, alerts] = await Promise.all([client.countJobs(), client.listWorkers(), client.unhandledJobs(), client.listAlerts?.() ?? []]);
-    return render(c, overviewPage(page(c), counts, workers, unhandled, Date.now(), alerts));
+    const [counts, workers, unhandled, alerts, queues] = await Promise.all([client.countJobs(), client.listWorkers(), client.unhandledJobs(), client.listAlerts?.() ?? [], client.queueStates?.()]);
+    return render(c, overviewPage(page(c), counts, workers, unhandled, Date.now(), alerts, queues, c.req.query('done')));
   };
   for (const p of base ? [base, `${base}/`] : ['/']) app.get(p, home);
 
@@ -214,6 +218,15 @@ export function createDashboard(opts: DashboardOptions): Hono<Env> {
     await client.cancel(id);
     return c.redirect(`${base}/jobs/${id}?done=cancelled`, 303);
   });
+
+  for (const verb of ['pause', 'resume'] as const) {
+    app.post(r(`/queues/:queue/${verb}`), async (c) => {
+      const act = verb === 'pause' ? client.pauseQueue : client.resumeQueue;
+      if (typeof act !== 'function') throw new HttpError(404, 'This client cannot pause queues.');
+      await act.call(client, c.req.param('queue') ?? '');
+      return c.redirect(`${base}/?done=${verb === 'pause' ? 'paused' : 'resumed'}`, 303);
+    });
+  }
 
   app.get(r('/schedules'), async (c) => {
     if (typeof client.listSchedules !== 'function') throw new HttpError(404, 'This client has no schedules API.');

@@ -53,6 +53,7 @@ button.danger{border-color:#e3b3ae;color:var(--dead)}
 header button{background:transparent;color:#c9d4de;border-color:#4a5a68;padding:.15rem .6rem}
 .actions{display:flex;gap:.6rem;margin:.4rem 0 1rem}
 .actions form{margin:0}
+form.inline{display:inline;margin:0}form.inline button{padding:.1rem .5rem;font-size:.8rem}
 dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:.3rem 1.2rem;margin:0}
 dl.kv dt{color:var(--muted)}dl.kv dd{margin:0}
 .pager{display:flex;gap:1rem;margin-top:.8rem}

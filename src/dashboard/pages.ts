@@ -4,7 +4,7 @@
  * Every value is interpolated through `html`, so payloads and error texts arrive escaped.
  */
 import { html } from 'hono/html';
-import type { AlertStateRow, AttemptRow, EffectRow, JobCount, JobRow, WorkerRow } from '../core/storage.js';
+import type { AlertStateRow, AttemptRow, EffectRow, JobCount, JobRow, QueueState, WorkerRow } from '../core/storage.js';
 import type { ScheduleRow } from '../core/schedules.js';
 import type { JobStatus } from '../core/status.js';
 import { JOB_STATUSES } from '../core/status.js';
@@ -30,8 +30,8 @@ function q(params: Record<string, string | undefined>): string {
   return s ? `?${s}` : '';
 }
 
-function sum(counts: readonly JobCount[], by: (c: JobCount) => string): Map<string, Map<string, number>> {
-  const out = new Map<string, Map<string, number>>();
+function sum(counts: readonly JobCount[], by: (c: JobCount) => string, alsoKeys: readonly string[] = []): Map<string, Map<string, number>> {
+  const out = new Map<string, Map<string, number>>(alsoKeys.map((k) => [k, new Map<string, number>()]));
   for (const c of counts) {
     const k = by(c);
     const row = out.get(k) ?? new Map<string, number>();
@@ -41,20 +41,32 @@ function sum(counts: readonly JobCount[], by: (c: JobCount) => string): Map<stri
   return out;
 }
 
-function countsTable(ctx: PageContext, label: string, param: 'queue' | 'type', rows: Map<string, Map<string, number>>): Html {
+function countsTable(ctx: PageContext, label: string, param: 'queue' | 'type', rows: Map<string, Map<string, number>>, extra?: (key: string) => Html): Html {
   if (rows.size === 0) return html`<p class="muted">No jobs yet.</p>`;
   const keys = [...rows.keys()].sort();
-  return html`<table><thead><tr><th>${label}</th>${JOB_STATUSES.map((s) => html`<th class="num">${s}</th>`)}</tr></thead><tbody>
+  return html`<table><thead><tr><th>${label}</th>${JOB_STATUSES.map((s) => html`<th class="num">${s}</th>`)}${extra ? html`<th>State</th>` : ''}</tr></thead><tbody>
 ${keys.map((k) => {
   const r = rows.get(k) ?? new Map<string, number>();
   return html`<tr><td><a href="${ctx.base}/jobs${q({ [param]: k })}">${k}</a></td>${JOB_STATUSES.map((s) => {
     const n = r.get(s) ?? 0;
     return html`<td class="num">${n ? html`<a href="${ctx.base}/jobs${q({ [param]: k, status: s })}">${n}</a>` : html`<span class="muted">0</span>`}</td>`;
-  })}</tr>`;
+  })}${extra ? extra(k) : ''}</tr>`;
 })}</tbody></table>`;
 }
 
-export function overviewPage(ctx: PageContext, counts: readonly JobCount[], workers: readonly WorkerRow[], unhandled: readonly Unhandled[], nowMs = Date.now(), alerts: readonly AlertStateRow[] = []): Html {
+/** The queue table's state column: paused or not, and the button that flips it (absent without the API). */
+function queueState(ctx: PageContext, queue: string, states: readonly QueueState[]): Html {
+  const paused = states.find((s) => s.queue === queue)?.paused ?? false;
+  const verb = paused ? 'resume' : 'pause';
+  return html`<td>${paused ? html`<span class="err">paused</span>` : html`<span class="muted">active</span>`} <form class="inline" method="post" action="${ctx.base}/queues/${encodeURIComponent(queue)}/${verb}"><input type="hidden" name="csrf" value="${ctx.csrf}"><button class="${paused ? 'primary' : 'danger'}">${paused ? 'Resume' : 'Pause'}</button></form></td>`;
+}
+
+const QUEUE_NOTICES: Record<string, string> = { paused: 'The queue is paused: no worker starts its jobs until it is resumed.', resumed: 'The queue is resumed.' };
+
+export function overviewPage(
+  ctx: PageContext, counts: readonly JobCount[], workers: readonly WorkerRow[], unhandled: readonly Unhandled[], nowMs = Date.now(),
+  alerts: readonly AlertStateRow[] = [], queues?: readonly QueueState[], notice?: string,
+): Html {
   const totals = new Map<string, number>();
   let due = 0;
   for (const c of counts) {
@@ -71,7 +83,8 @@ ${unhandled.length
 <div class="tile"><div class="n">${due}</div><div class="l">due now</div></div>
 <div class="tile"><div class="n">${live.length}</div><div class="l">live workers</div></div></div>
 ${alertsSection(alerts, nowMs)}
-<h2>By queue</h2>${countsTable(ctx, 'Queue', 'queue', sum(counts, (c) => c.queue))}
+${notice && QUEUE_NOTICES[notice] ? html`<div class="notice">${QUEUE_NOTICES[notice]}</div>` : ''}
+<h2>By queue</h2>${countsTable(ctx, 'Queue', 'queue', sum(counts, (c) => c.queue, queues?.map((q) => q.queue)), queues && ((k) => queueState(ctx, k, queues)))}
 <h2>By type</h2>${countsTable(ctx, 'Type', 'type', sum(counts, (c) => c.type))}
 <h2>Workers</h2>${workersTable(workers, nowMs)}`;
   return layout(ctx, 'Overview', 'overview', body);
