@@ -181,9 +181,11 @@ export class Client {
     return this.storage.queues.pause({ queue: validateName('queue', queue) });
   }
 
-  /** Claims from the queue again. */
-  resumeQueue(queue: string): Promise<QueueState> {
-    return this.storage.queues.resume({ queue: validateName('queue', queue) });
+  /** Claims from the queue again; this process's idle workers look at once. */
+  async resumeQueue(queue: string): Promise<QueueState> {
+    const state = await this.storage.queues.resume({ queue: validateName('queue', queue) });
+    this.#bus.jobsEnqueued();
+    return state;
   }
 
   /** Queues ever paused or resumed, with their state. */
