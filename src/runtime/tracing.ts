@@ -5,7 +5,7 @@
  * the messaging semantic conventions. Without a registered tracer provider every span is a
  * non-recording no-op: nothing is stored and the handler runs in the caller's context unchanged.
  */
-import { type Span, SpanKind, SpanStatusCode, type Tracer, context, isSpanContextValid, trace } from '@opentelemetry/api';
+import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, context, isSpanContextValid, trace } from '@opentelemetry/api';
 import type { SpanContext } from '@opentelemetry/api';
 import type { NewJob } from '../core/storage.js';
 import type { WorkerObserver } from './observer.js';
@@ -79,7 +79,8 @@ export function tracingObserver(): WorkerObserver {
   return {
     attempt(job, run) {
       const enqueued = fromTraceparent(job.traceContext);
-      const span = t.startSpan(`process ${job.queue}`, { kind: SpanKind.CONSUMER, ...(enqueued ? { links: [{ context: enqueued }] } : {}) }, context.active());
+      // a root of its own: the worker's dispatch may run inside the previous attempt's context
+      const span = t.startSpan(`process ${job.queue}`, { kind: SpanKind.CONSUMER, ...(enqueued ? { links: [{ context: enqueued }] } : {}) }, ROOT_CONTEXT);
       if (!span.isRecording()) {
         run();
         return undefined;
@@ -93,7 +94,7 @@ export function tracingObserver(): WorkerObserver {
         'leasehold.job.type': job.type,
         'leasehold.job.attempt': job.attempts,
       });
-      context.with(trace.setSpan(context.active(), span), run);
+      context.with(trace.setSpan(ROOT_CONTEXT, span), run);
       return {
         ended({ outcome, error }) {
           span.setAttribute('leasehold.attempt.outcome', outcome);

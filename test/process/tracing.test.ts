@@ -70,6 +70,7 @@ for (const target of await dbTargets('tracing')) {
         for (const c of consumers) {
           const job = jobs.find((j) => j.id === c.attributes['messaging.message.id']);
           assert.ok(job, `consumer span of job ${String(c.attributes['messaging.message.id'])}`);
+          assert.equal(c.parentSpanId, null, 'each attempt is a trace root of its own, never a child of the attempt before it');
           assert.equal(c.links.length, 1);
           const link = c.links[0];
           const producer = producers.find((p) => p.spanId === link?.spanId);
