@@ -43,6 +43,10 @@ export default tseslint.config(
     rules: restrict([{ group: ['**/storage/*', '**/cli/*', '**/dashboard/*'], message: 'runtime talks to storage through the core contract only' }]),
   },
   {
+    files: ['src/observe/**/*.ts'],
+    rules: restrict([{ group: ['**/storage/*', '**/cli/*', '**/dashboard/*'], message: 'observe watches the runtime and reads storage through the core contract only' }]),
+  },
+  {
     files: ['src/dashboard/**/*.ts'],
     rules: restrict([{ group: ['**/storage/*', '**/cli/*'], message: 'the dashboard uses the client admin API, never SQL' }]),
   },
