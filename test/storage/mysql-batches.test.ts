@@ -12,7 +12,8 @@ import mysql from 'mysql2/promise';
 import type { ClaimedJob, ErrorInfo, FinishParams, JobRow, NewJob, Storage } from '../../src/core/storage.js';
 import { MysqlStorage, mysqlStorage } from '../../src/storage/mysql/index.js';
 import { run } from '../../src/storage/mysql/db.js';
-import { insertJobsOn, jobsSql, prepareInsert } from '../../src/storage/mysql/jobs.js';
+import { insertJobsOn, prepareInsert } from '../../src/storage/mysql/insert.js';
+import { jobsSql } from '../../src/storage/mysql/jobs.js';
 import { FEATURES_SQL, featuresOf, tables } from '../../src/storage/mysql/sql.js';
 import { serverFor } from '../support/databases.js';
 
@@ -124,7 +125,7 @@ if (url !== null) {
       const type = uniq('ins');
       const [k1, k2] = [uniq('k'), uniq('k')];
       await s.jobs.insert({ jobs: [job(type, { idempotencyKey: k1, payload: 'existing' })] });
-      const batch = [job(type, { payload: 0 }), job(type, { idempotencyKey: k1 }), job(type, { idempotencyKey: k2, payload: 2, runAt: new Date(Date.UTC(2031, 0, 2, 3, 4, 5, 678)) }), job(type, { idempotencyKey: k2, payload: 3 }), job(type, { payload: 4, runAfterMs: 60_000 })];
+      const batch = [job(type, { payload: 0 }), job(type, { idempotencyKey: k1 }), job(type, { idempotencyKey: k2, payload: 2, runAt: new Date(Date.UTC(2031, 0, 2, 3, 4, 5, 678)) }), job(type, { idempotencyKey: k2, payload: 3 }), job(type, { payload: 4, runAfterMs: 60_000, concurrencyKey: 'tenant:4' })];
       const c = await mysql.createConnection(dbUrl(db));
       try {
         const f = featuresOf((await run(c, FEATURES_SQL))[0]);
@@ -147,7 +148,7 @@ if (url !== null) {
       const recorder = { query: (o: mysql.QueryOptions) => (sent.push(o.sql), c.query(o)) };
       try {
         const f = featuresOf((await run(c, FEATURES_SQL))[0]);
-        const items = [job(type, { payload: { deep: [1, 'ü'] } }), job(type, { runAt: new Date(Date.UTC(2031, 0, 2, 3, 4, 5, 678)) }), job(type, { runAfterMs: 90_000, idempotencyKey: uniq('k') })];
+        const items = [job(type, { payload: { deep: [1, 'ü'] } }), job(type, { runAt: new Date(Date.UTC(2031, 0, 2, 3, 4, 5, 678)) }), job(type, { runAfterMs: 90_000, idempotencyKey: uniq('k') }), job(type, { concurrencyKey: 'tenant:1' })];
         for (const item of items) {
           sent.length = 0;
           const [r] = await insertJobsOn(recorder, jobsSql(tables('leasehold_')), prepareInsert([item]), f);

@@ -16,11 +16,12 @@ const url = await serverFor('mysql', 'mysql migrations');
 
 /**
  * Where MySQL's tables differ from the model by design: `key` is a reserved word in MySQL, so
- * the ledger's key column is `effect_key`; and the ledger has an auto-increment `id` (rows
- * clustered in insertion order, listed newest first by it).
+ * the ledger's key column is `effect_key`; the ledger has an auto-increment `id` (rows
+ * clustered in insertion order, listed newest first by it); and jobs carry `unique_live`, the
+ * STORED column whose UNIQUE index stands in for a partial one.
  */
 const RENAMED: Record<string, Record<string, string>> = { effects: { effect_key: 'key' } };
-const MYSQL_ONLY: Record<string, string[]> = { effects: ['id'] };
+const MYSQL_ONLY: Record<string, string[]> = { effects: ['id'], jobs: ['unique_live'] };
 
 /** The tables of `db` under `prefix`, columns in table order, prefix stripped. */
 async function catalogue(admin: mysql.Connection, db: string, prefix: string): Promise<Record<string, string[]>> {

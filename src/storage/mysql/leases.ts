@@ -8,18 +8,17 @@
  * a STRAIGHT_JOIN, so each of its rows finds its job by primary key whatever the statistics say,
  * and in the UPDATE's table list, not a derived table, which MariaDB would materialise.
  * `(id, lease_token) IN (…)` comes with a plain `id IN (…)`: alone, the row IN is often planned
- * as a scan, and an UPDATE that scans locks every row it reads.
+ * as a scan, and an UPDATE that scans locks every row it reads. Paused queues are left out by
+ * the claim's own statement; types with flow limits are claimed as flow.ts plans.
  */
 import { randomBytes } from 'node:crypto';
 import type { JobStatus } from '../../core/status.js';
+import type { TypeFlow } from '../../core/flow.js';
 import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore } from '../../core/storage.js';
 import { type Db, type Queryable, type ResultHeader, type Stmt, exec, run, runLast } from './db.js';
-import { NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow } from './sql.js';
+import { CLAIM_COLS, NOW, type Row, type Tables, compareClaimOrder, idParam, micros, notPaused, parseUtc, sharedSql, toJobRow } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
-
-/** What a claim reads of each candidate: the claimed job minus what the claim itself sets. */
-const CLAIM_COLS = `id, queue, type, payload, priority, run_at, attempts, max_attempts, idempotency_key,
-  finished_at, last_error_code, last_error, timeout_ms, max_runtime_ms, created_at, schedule_name, slot_at, trace_context`;
+import { flowSql, planLimitedClaim } from './flow.js';
 
 /** Finishes ending in different ways, one JSON object per item (jsonBatch); absent keys read as NULL. */
 const FINISH_ITEMS = `JSON_TABLE(?, '$[*]' COLUMNS (
@@ -29,13 +28,14 @@ const FINISH_ITEMS = `JSON_TABLE(?, '$[*]' COLUMNS (
 
 export function leasesSql(t: Tables) {
   const scan = (status: string, withQueues: boolean): string => `(SELECT ${CLAIM_COLS}, ${NOW} AS db_now FROM ${t.jobs} FORCE INDEX (${t.jobs}_claim)
-        WHERE status = '${status}' AND run_at <= ${NOW} AND type IN (?)${withQueues ? ' AND queue IN (?)' : ''}
+        WHERE status = '${status}' AND run_at <= ${NOW} AND type IN (?)${withQueues ? ' AND queue IN (?)' : ''} AND ${notPaused(t)}
         ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED)`;
   return {
     ...sharedSql(t),
+    flow: flowSql(t),
     // one index-ordered scan per due status (an IN over both would sort every due row and lock
     // them all); in one statement, so they share one now, returned with the rows
-    claimCandidates: (withQueues: boolean): string => `-- leasehold claimJobs: lock up to N due queued and N due failed jobs in claim order, skipping locked rows
+    claimCandidates: (withQueues: boolean): string => `-- leasehold claimJobs: lock up to N due queued and N due failed jobs of unpaused queues in claim order, skipping locked rows
       ${scan('queued', withQueues)} UNION ALL ${scan('failed', withQueues)}`,
     claimUpdate: `-- leasehold claimJobs: lease the locked rows (own token each, deadline, one more attempt)
       UPDATE JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$[0]', token VARCHAR(64) PATH '$[1]')) AS v
@@ -82,32 +82,45 @@ export class MysqlLeases extends SqlAggregate<Db, LeasesSql> implements LeaseSto
     super(db, leasesSql(db.t));
   }
 
+  /** Without limited types, one transaction; else each limited type in one of its own (flow.ts), then the others with what is left of `limit`. */
+  claim(p: ClaimParams): Promise<ClaimedJob[]> {
+    if (p.limit <= 0 || p.types.length === 0 || (p.queues !== null && p.queues.length === 0)) return Promise.resolve([]);
+    const flow = p.flow;
+    const limited = flow === undefined ? [] : p.types.filter((t) => flow[t] !== undefined);
+    return limited.length === 0 ? this.#claimDue(p, p.types, p.limit) : this.#claimWithFlow(p, flow!, limited);
+  }
+
+  async #claimWithFlow(p: ClaimParams, flow: Readonly<Record<string, TypeFlow>>, limited: readonly string[]): Promise<ClaimedJob[]> {
+    const out: ClaimedJob[] = [];
+    for (const type of limited) {
+      if (out.length >= p.limit) break;
+      out.push(...(await this.#claimLimited(p, type, flow[type]!, p.limit - out.length)));
+    }
+    const free = p.types.filter((t) => flow[t] === undefined);
+    if (free.length > 0 && out.length < p.limit) out.push(...(await this.#claimDue(p, free, p.limit - out.length)));
+    return out;
+  }
+
   /**
    * READ COMMITTED (no gap locks): one statement locks up to `limit` due rows of each due status
    * and reads the database's now; merged in claim order, the picked rows are leased by one UPDATE
    * sent with COMMIT. It writes exactly the values the claimed jobs are built from, so nothing is
    * read back. Rows scanned but not picked stay locked until COMMIT, unchanged.
    */
-  claim(p: ClaimParams): Promise<ClaimedJob[]> {
-    if (p.limit <= 0 || p.types.length === 0 || (p.queues !== null && p.queues.length === 0)) return Promise.resolve([]);
+  #claimDue(p: ClaimParams, types: readonly string[], limit: number): Promise<ClaimedJob[]> {
     return this.db.tx('claimJobs', async (c) => {
-      const scan: unknown[] = p.queues === null ? [p.types, p.limit] : [p.types, p.queues, p.limit];
+      const scan: unknown[] = p.queues === null ? [types, limit] : [types, p.queues, limit];
       const candidates = await run(c, this.sql.claimCandidates(p.queues !== null), [...scan, ...scan]);
-      const picked = candidates.sort(compareCandidates).slice(0, p.limit);
-      if (picked.length === 0) return [];
-      const now = String(picked[0]!.db_now);
-      const hex = randomBytes(16 * picked.length).toString('hex');
-      const tokens = picked.map((_, k) => hex.slice(32 * k, 32 * k + 32));
-      const leaseUs = micros(p.leaseMs);
-      const lease = JSON.stringify(picked.map((r, k) => [String(r.id), tokens[k]]));
-      await runLast(c, [{ sql: this.sql.claimUpdate, values: [lease, p.workerId, now, leaseUs, now, now, now] }]);
-      const nowMs = parseUtc(now).getTime();
-      // now (µs) + the lease (µs) in whole ms, as the database's DATETIME(6) reads back
-      const untilMs = Math.floor((nowMs * 1000 + Number(now.slice(23, 26).padEnd(3, '0')) + leaseUs) / 1000);
-      return picked.map((r, k) => toJobRow({
-        ...r, status: 'running', attempts: Number(r.attempts) + 1, locked_by: p.workerId, lease_token: tokens[k],
-        locked_until: new Date(untilMs), heartbeat_at: new Date(nowMs), started_at: new Date(nowMs), updated_at: new Date(nowMs),
-      }) as ClaimedJob);
+      const picked = candidates.sort(compareClaimOrder).slice(0, limit);
+      return picked.length === 0 ? [] : leaseRows(c, this.sql, p, picked, String(picked[0]!.db_now), []);
+    }, true);
+  }
+
+  /** The type's plan and the leases it picks, with the buckets it spent, in one READ COMMITTED transaction. */
+  #claimLimited(p: ClaimParams, type: string, flow: TypeFlow, limit: number): Promise<ClaimedJob[]> {
+    return this.db.tx('claimLimited', async (c) => {
+      const plan = await planLimitedClaim(c, this.sql.flow, p, type, flow, limit);
+      return plan.picked.length === 0 ? [] : leaseRows(c, this.sql, p, plan.picked, plan.now, plan.writes);
     }, true);
   }
 
@@ -150,13 +163,23 @@ export class MysqlLeases extends SqlAggregate<Db, LeasesSql> implements LeaseSto
   }
 }
 
-/** Claim order: priority, run_at (DATETIME texts sort as times), id (decimal texts: by length, then by text). */
-function compareCandidates(a: Row, b: Row): number {
-  const [pa, pb, ra, rb, ia, ib] = [Number(a.priority), Number(b.priority), String(a.run_at), String(b.run_at), String(a.id), String(b.id)];
-  if (pa !== pb) return pa - pb;
-  if (ra !== rb) return ra < rb ? -1 : 1;
-  if (ia.length !== ib.length) return ia.length - ib.length;
-  return ia < ib ? -1 : ia > ib ? 1 : 0;
+/**
+ * Lease `picked` (due rows this transaction locked, in claim order) at the claim's `now`: one
+ * UPDATE, after `before`, sent with COMMIT; the claimed jobs are built from what it wrote.
+ */
+async function leaseRows(c: Queryable, sql: LeasesSql, p: ClaimParams, picked: readonly Row[], now: string, before: readonly Stmt[]): Promise<ClaimedJob[]> {
+  const hex = randomBytes(16 * picked.length).toString('hex');
+  const tokens = picked.map((_, k) => hex.slice(32 * k, 32 * k + 32));
+  const leaseUs = micros(p.leaseMs);
+  const lease = JSON.stringify(picked.map((r, k) => [String(r.id), tokens[k]]));
+  await runLast(c, [...before, { sql: sql.claimUpdate, values: [lease, p.workerId, now, leaseUs, now, now, now] }]);
+  const nowMs = parseUtc(now).getTime();
+  // now (µs) + the lease (µs) in whole ms, as the database's DATETIME(6) reads back
+  const untilMs = Math.floor((nowMs * 1000 + Number(now.slice(23, 26).padEnd(3, '0')) + leaseUs) / 1000);
+  return picked.map((r, k) => toJobRow({
+    ...r, status: 'running', attempts: Number(r.attempts) + 1, locked_by: p.workerId, lease_token: tokens[k],
+    locked_until: new Date(untilMs), heartbeat_at: new Date(nowMs), started_at: new Date(nowMs), updated_at: new Date(nowMs),
+  }) as ClaimedJob);
 }
 
 // ---- finish --------------------------------------------------------------------------------

@@ -56,9 +56,15 @@ export const MIGRATIONS: readonly Migration[] = [
         schedule_name VARCHAR(128) NULL,
         slot_at DATETIME(6) NULL,
         trace_context TEXT NULL,
+        concurrency_key VARCHAR(255) NULL,
+        unique_key VARCHAR(255) NULL,
+        -- no partial indexes here: the key while its job is queued, failed or running, else NULL
+        -- (NULLs never collide), carries the unique key's UNIQUE index
+        unique_live VARCHAR(255) AS (IF(status IN ('queued', 'failed', 'running'), unique_key, NULL)) STORED,
         PRIMARY KEY (id),
         UNIQUE KEY {p}jobs_idempotency_key (idempotency_key),
         UNIQUE KEY {p}jobs_schedule_slot (schedule_name, slot_at),
+        UNIQUE KEY {p}jobs_unique_live (unique_live),
         KEY {p}jobs_claim (status, priority, run_at, id),
         KEY {p}jobs_sweep (status, locked_until),
         -- finished_at alone: a claim, and a finish that makes the job due again, leave it NULL
@@ -159,6 +165,22 @@ export const MIGRATIONS: readonly Migration[] = [
         value DOUBLE NULL,
         updated_at DATETIME(6) NOT NULL,
         PRIMARY KEY (rule)
+      ) ${TABLE_OPTS}`,
+      // queue_states: one row per queue ever paused or resumed; claims leave out the paused ones
+      `CREATE TABLE IF NOT EXISTS {p}queue_states (
+        queue VARCHAR(128) NOT NULL,
+        paused TINYINT(1) NOT NULL,
+        paused_at DATETIME(6) NULL,
+        updated_at DATETIME(6) NOT NULL,
+        PRIMARY KEY (queue)
+      ) ${TABLE_OPTS}`,
+      // flow_buckets: a limited type's row (named by the type) serialises its limited claims; rate
+      // buckets are rows named by core/flow.ts bucketName; NULL tokens: no bucket stored yet (full)
+      `CREATE TABLE IF NOT EXISTS {p}flow_buckets (
+        name VARCHAR(512) NOT NULL,
+        tokens DOUBLE NULL,
+        refilled_at DATETIME(6) NULL,
+        PRIMARY KEY (name)
       ) ${TABLE_OPTS}`,
     ],
   },

@@ -1,8 +1,8 @@
-/** What the queues hold, on MySQL/MariaDB: counts, and each queue's health. */
+/** What the queues hold, on MySQL/MariaDB: counts, each queue's health, and whether it is paused. */
 import type { JobStatus } from '../../core/status.js';
-import type { JobCount, QueueHealth, QueueStore } from '../../core/storage.js';
-import { type Db, run } from './db.js';
-import { NOW, type Tables } from './sql.js';
+import type { JobCount, QueueHealth, QueueState, QueueStore } from '../../core/storage.js';
+import { type Db, exec, run } from './db.js';
+import { NOW, type Row, type Tables, parseUtc, parseUtcOrNull } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 
 export function queuesSql(t: Tables) {
@@ -20,6 +20,13 @@ export function queuesSql(t: Tables) {
         SELECT queue, 0, COUNT(*), NULL FROM ${t.jobs} FORCE INDEX (${t.jobs}_sweep) WHERE status = 'running' GROUP BY queue
       ) AS arms
       GROUP BY queue ORDER BY queue`,
+    setQueueState: `-- leasehold setQueueState: pause (paused_at = now) or resume (paused_at kept) a queue
+      INSERT INTO ${t.queueStates} (queue, paused, paused_at, updated_at) VALUES (?, ?, IF(? = 1, ${NOW}, NULL), ${NOW})
+      ON DUPLICATE KEY UPDATE paused = VALUES(paused), paused_at = IF(VALUES(paused) = 1, VALUES(paused_at), paused_at), updated_at = VALUES(updated_at)`,
+    queueState: `-- leasehold queueState: one queue's paused state
+      SELECT queue, paused, paused_at, updated_at FROM ${t.queueStates} WHERE queue = ?`,
+    queueStates: `-- leasehold queueStates: every queue ever paused or resumed, by name
+      SELECT queue, paused, paused_at, updated_at FROM ${t.queueStates} ORDER BY queue`,
   };
 }
 
@@ -41,4 +48,29 @@ export class MysqlQueues extends SqlAggregate<Db, ReturnType<typeof queuesSql>> 
       oldestDueAgeMs: r.oldest_age_us == null ? null : Math.floor(Number(r.oldest_age_us) / 1000),
     }));
   }
+
+  pause(p: { queue: string }): Promise<QueueState> {
+    return this.#set(p.queue, true);
+  }
+
+  resume(p: { queue: string }): Promise<QueueState> {
+    return this.#set(p.queue, false);
+  }
+
+  async states(): Promise<QueueState[]> {
+    return (await this.db.one('queueStates', (c) => run(c, this.sql.queueStates))).map(stateOf);
+  }
+
+  /** The write and the read of its result in one transaction: the state returned is the one this call wrote. */
+  #set(queue: string, paused: boolean): Promise<QueueState> {
+    const flag = paused ? 1 : 0;
+    return this.db.tx('setQueueState', async (c) => {
+      await exec(c, this.sql.setQueueState, [queue, flag, flag]);
+      return stateOf((await run(c, this.sql.queueState, [queue]))[0]!);
+    });
+  }
+}
+
+function stateOf(r: Row): QueueState {
+  return { queue: String(r.queue), paused: Number(r.paused) === 1, pausedAt: parseUtcOrNull(r.paused_at), updatedAt: parseUtc(r.updated_at) };
 }

@@ -26,6 +26,8 @@ export interface Tables {
   schedules: string;
   locks: string;
   alerts: string;
+  queueStates: string;
+  flowBuckets: string;
   ledger: string;
 }
 
@@ -38,6 +40,8 @@ export function tables(prefix: string): Tables {
     schedules: `${prefix}schedules`,
     locks: `${prefix}locks`,
     alerts: `${prefix}alert_states`,
+    queueStates: `${prefix}queue_states`,
+    flowBuckets: `${prefix}flow_buckets`,
     ledger: `${prefix}migrations`,
   };
 }
@@ -45,7 +49,24 @@ export function tables(prefix: string): Tables {
 /** Column list of a job row, as the row mapper reads it. */
 export const JOB_COLS = `id, queue, type, payload, status, priority, run_at, attempts, max_attempts, idempotency_key,
   locked_by, lease_token, locked_until, heartbeat_at, started_at, finished_at, last_error_code, last_error,
-  timeout_ms, max_runtime_ms, created_at, updated_at, schedule_name, slot_at, trace_context`;
+  timeout_ms, max_runtime_ms, created_at, updated_at, schedule_name, slot_at, trace_context, concurrency_key, unique_key`;
+
+/** What a claim reads of each candidate: the claimed job minus what the claim itself sets. */
+export const CLAIM_COLS = `id, queue, type, payload, priority, run_at, attempts, max_attempts, idempotency_key,
+  finished_at, last_error_code, last_error, timeout_ms, max_runtime_ms, created_at, schedule_name, slot_at, trace_context,
+  concurrency_key, unique_key`;
+
+/** A claim's filter leaving out paused queues: the tiny table is read once per statement, never locked by the claim's FOR UPDATE. */
+export const notPaused = (t: Tables): string => `queue NOT IN (SELECT queue FROM ${t.queueStates} WHERE paused = 1)`;
+
+/** Claim order: priority, run_at (DATETIME texts sort as times), id (decimal texts: by length, then by text). */
+export function compareClaimOrder(a: Row, b: Row): number {
+  const [pa, pb, ra, rb, ia, ib] = [Number(a.priority), Number(b.priority), String(a.run_at), String(b.run_at), String(a.id), String(b.id)];
+  if (pa !== pb) return pa - pb;
+  if (ra !== rb) return ra < rb ? -1 : 1;
+  if (ia.length !== ib.length) return ia.length - ib.length;
+  return ia < ib ? -1 : ia > ib ? 1 : 0;
+}
 
 /**
  * One attempt row of `insertAttempts`: job_id, attempt, worker, lease token, started_at (as read
