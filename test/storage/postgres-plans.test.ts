@@ -3,8 +3,9 @@
  * storage's own connections: the claim, the sweep and queue health served by their partial
  * indexes on a table full of finished rows, the outcomes window by its index; the claim
  * reading its index in order on a table the planner has no statistics for (a fresh or
- * bulk-loaded one autovacuum has not analyzed yet); heartbeat, finish and the effect ledger's
- * batches reaching their rows by primary key, run after run.
+ * bulk-loaded one autovacuum has not analyzed yet), paused queues read once per claim, and a
+ * limited type's claim the same; heartbeat, finish and the effect ledger's batches reaching
+ * their rows by primary key, run after run; a unique key's holder found by its index.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -114,6 +115,56 @@ describe('postgres plans of the hot statements', { skip: url === null }, () => {
       noFullScans(claim);
       assert.doesNotMatch(claim, /Sort Method: \w+\s+Memory: \d{4,}kB/, claim);
     }
+  });
+
+  it('with a queue paused the claim still reads jobs_due_idx in order; the paused queues are read once, not probed per row', async () => {
+    const { s, q, plans, reset } = await explaining();
+    await s.pool.query(`ALTER TABLE ${q}.jobs SET (autovacuum_enabled = false)`);
+    for (let i = 0; i < 10; i++) await s.jobs.insert({ jobs: Array.from({ length: 1000 }, (_, k) => job('fresh', { queue: k % 2 ? 'odd' : 'even' })) });
+    await s.queues.pause({ queue: 'odd' });
+    for (let round = 0; round < 7; round++) {
+      reset();
+      const got = await s.leases.claim({ workerId: 'w', types: ['fresh'], queues: null, limit: 50, leaseMs: 30_000 });
+      assert.deepEqual([...new Set(got.map((j) => j.queue))], ['even']);
+      const claim = one(plans(/picked AS/), 'claim');
+      assert.match(claim, /Index Scan using jobs_due_idx/, claim);
+      assert.match(claim, /InitPlan[^\n]*\n\s*-> {2}Index Scan using queue_states_pkey on queue_states/, claim);
+      assert.doesNotMatch(claim, /Nested Loop|Seq Scan|JIT/, claim);
+      noFullScans(claim);
+    }
+  });
+
+  it("a limited type's claim reads jobs_due_idx in order and counts running jobs from the running index, on a table without statistics", async () => {
+    const { s, q, plans, reset } = await explaining();
+    await s.pool.query(`ALTER TABLE ${q}.jobs SET (autovacuum_enabled = false)`);
+    for (let i = 0; i < 10; i++) await s.jobs.insert({ jobs: Array.from({ length: 1000 }, (_, k) => job('lim', { concurrencyKey: `k${k % 50}` })) });
+    const flow = { lim: { maxRunningPerKey: 1, rate: { limit: 1000, periodMs: 60_000, perKey: true } } };
+    for (let round = 0; round < 7; round++) {
+      reset();
+      assert.equal((await s.leases.claim({ workerId: 'w', types: ['lim'], queues: null, limit: 5, leaseMs: 30_000, flow })).length, 5);
+      const candidates = plans(/due jobs of the type in unpaused queues/);
+      assert.ok(candidates.length >= 1);
+      for (const plan of candidates) {
+        assert.match(plan, /Index Scan using jobs_due_idx/, plan);
+        assert.doesNotMatch(plan, /Seq Scan|JIT|Sort Method: \w+\s+Memory: \d{4,}kB/, plan);
+      }
+      const running = one(plans(/running jobs per concurrency key/), 'running count');
+      assert.match(running, /jobs_running_lease_idx/, running);
+      assert.doesNotMatch(running, /Seq Scan|JIT/, running);
+      for (const plan of plans(/stored token buckets|lease the jobs the flow plan picked/)) noFullScans(plan);
+    }
+  });
+
+  it("a unique key's holder is found by its partial unique index", async () => {
+    const { s, q, plans, reset } = await explaining();
+    for (let i = 0; i < 10; i++) await s.jobs.insert({ jobs: Array.from({ length: 1000 }, (_, k) => job('u', { unique: { key: `u${i}-${k}`, mode: 'active' } })) });
+    await s.pool.query(`ANALYZE ${q}.jobs`);
+    reset();
+    const [again] = await s.jobs.insert({ jobs: [job('u', { unique: { key: 'u3-7', mode: 'active' } })] });
+    assert.equal(again?.outcome, 'existing');
+    const holder = one(plans(/job holding this unique key/), 'unique holder');
+    assert.match(holder, /jobs_unique_key_idx/, holder);
+    noFullScans(holder);
   });
 
   it('heartbeat and finish reach their rows by primary key, run after run', async () => {

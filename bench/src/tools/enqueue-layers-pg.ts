@@ -5,7 +5,7 @@
  * dedicated connection's query of it. Each layer's extra time is what it adds.
  */
 import pg from 'pg';
-import { jobsSql } from '../../../src/storage/postgres/jobs.ts';
+import { insertSql } from '../../../src/storage/postgres/insert.ts';
 import { PG_URL } from '../common.ts';
 
 const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../dist/index.js')) as typeof import('../../../src/index.ts');
@@ -14,11 +14,11 @@ const schema = 'bench_enqueue_layers';
 const storage = await lh.openStorage(`${PG_URL}?schema=${schema}`);
 await storage.migrate();
 const client = new lh.Client({ storage });
-const sql = jobsSql(`"${schema}"`);
+const sql = insertSql(`"${schema}"`);
 const pool = new pg.Pool({ connectionString: PG_URL, max: 10 });
 const c = new pg.Client({ connectionString: PG_URL });
 await c.connect();
-const args = ['default', 'noop', '{"i":1}', 0, null, 0, 5, 300000, 3600000, 'leasehold', schema, null];
+const args = ['default', 'noop', '{"i":1}', 0, null, 0, 5, 300000, 3600000, 'leasehold', schema, null, null];
 const job = { queue: 'default', type: 'noop', payload: { i: 1 }, priority: 0, runAt: null, runAfterMs: 0, maxAttempts: 5, idempotencyKey: null, timeoutMs: 300000, maxRuntimeMs: 3600000 };
 const variants: [string, () => Promise<unknown>][] = [
   ['client.enqueue()', () => client.enqueue('noop', { i: 1 })],

@@ -1,17 +1,17 @@
 /** EXPLAIN ANALYZE of leasehold's PostgreSQL insert for one 1,000-job batch (rolled back), and a plain unnest INSERT for contrast. */
 import pg from 'pg';
-import { jobsSql } from '../../../src/storage/postgres/jobs.ts';
+import { insertSql } from '../../../src/storage/postgres/insert.ts';
 import { PG_URL } from '../common.ts';
 import { findSystem } from '../systems/index.ts';
 
 const k = Number(process.argv[2] ?? 1000);
 const sys = findSystem('leasehold-postgres');
 await sys.reset();
-const sql = jobsSql('"bench_leasehold"');
+const sql = insertSql('"bench_leasehold"');
 const c = new pg.Client({ connectionString: PG_URL });
 await c.connect();
 const rep = <T>(v: T) => Array.from({ length: k }, () => v);
-const args = [rep('default'), rep('noop'), rep('{"i":1}'), rep(0), rep(null), rep(0), rep(5), rep(null), rep(300000), rep(3600000), 'leasehold', 'bench_leasehold'];
+const args = [rep('default'), rep('noop'), rep('{"i":1}'), rep(0), rep(null), rep(0), rep(5), rep(null), rep(300000), rep(3600000), 'leasehold', 'bench_leasehold', [], [], []];
 for (const [label, text, params] of [
   ['leasehold insert', sql.insertKeyed.replace(/^--.*\n/, ''), args],
   ['plain unnest INSERT', `INSERT INTO bench_leasehold.jobs (queue, type, payload, status, max_attempts, timeout_ms, max_runtime_ms)

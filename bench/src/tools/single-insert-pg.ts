@@ -5,7 +5,7 @@
  *   node --import tsx src/tools/single-insert-pg.ts [jobs per variant]
  */
 import pg from 'pg';
-import { jobsSql } from '../../../src/storage/postgres/jobs.ts';
+import { insertSql } from '../../../src/storage/postgres/insert.ts';
 import { PG_URL } from '../common.ts';
 import { findSystem } from '../systems/index.ts';
 
@@ -13,12 +13,12 @@ const n = Number(process.argv[2] ?? 500);
 const sys = findSystem('leasehold-postgres');
 await sys.reset();
 const prod = await sys.producer();
-const sql = jobsSql('"bench_leasehold"');
+const sql = insertSql('"bench_leasehold"');
 const c = new pg.Client({ connectionString: PG_URL });
 await c.connect();
-const args = (notify: boolean) => [['default'], ['noop'], ['{"i":1}'], [0], [null], [0], [5], [null], [300000], [3600000], notify ? 'leasehold' : null, 'bench_leasehold', []];
-const plainArgs = [['default'], ['noop'], ['{"i":1}'], [0], [null], [0], [5], [300000], [3600000], 'leasehold', 'bench_leasehold', []];
-const oneArgs = (runAt: Date | null) => ['default', 'noop', '{"i":1}', 0, runAt, 0, 5, 300000, 3600000, 'leasehold', 'bench_leasehold', null];
+const args = (notify: boolean) => [['default'], ['noop'], ['{"i":1}'], [0], [null], [0], [5], [null], [300000], [3600000], notify ? 'leasehold' : null, 'bench_leasehold', [], [], []];
+const plainArgs = [['default'], ['noop'], ['{"i":1}'], [0], [null], [0], [5], [300000], [3600000], 'leasehold', 'bench_leasehold', [], []];
+const oneArgs = (runAt: Date | null) => ['default', 'noop', '{"i":1}', 0, runAt, 0, 5, 300000, 3600000, 'leasehold', 'bench_leasehold', null, null];
 const variants: [string, () => Promise<unknown>][] = [
   ['client.enqueue() (leasehold API)', () => prod.enqueueOne({ i: 1 })],
   ['insert statement, direct', () => c.query({ name: 'ins', text: sql.insertKeyed, values: args(true) })],

@@ -60,8 +60,9 @@ export class Db {
     return query(on ?? this.pool, what, text, params);
   }
 
-  transaction<T>(what: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-    return transaction(this.pool, what, fn);
+  /** `begin` may carry SET LOCAL statements after BEGIN, sent in the same round trip. */
+  transaction<T>(what: string, fn: (c: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+    return transaction(this.pool, what, fn, begin);
   }
 }
 
@@ -86,7 +87,7 @@ export async function query(on: Queryable, what: string, text: string | Prepared
 }
 
 /** Run `fn` in BEGIN … COMMIT on one pooled connection; a broken connection is discarded. */
-export async function transaction<T>(pool: pg.Pool, what: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function transaction<T>(pool: pg.Pool, what: string, fn: (c: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
   let client: pg.PoolClient;
   try {
     client = await pool.connect();
@@ -95,7 +96,7 @@ export async function transaction<T>(pool: pg.Pool, what: string, fn: (c: pg.Poo
   }
   let broken = false;
   try {
-    await client.query('BEGIN');
+    await client.query(begin);
     const out = await fn(client);
     await client.query('COMMIT');
     return out;

@@ -1,8 +1,8 @@
 /**
  * leasehold/postgres: the PostgreSQL storage adapter on node-postgres. Every write is one
  * statement (claims, finishes, heartbeats and inserts take their batches as arrays), atomic
- * without an explicit transaction; migrations, schedules and locks use short transactions of
- * their own. `jobs.insert` and `leases.finish` accept `{ tx }`: the caller's own
+ * without an explicit transaction; migrations, schedules, locks, the claim of a type with flow
+ * limits and inserts with unique keys use short transactions of their own. `jobs.insert` and `leases.finish` accept `{ tx }`: the caller's own
  * `pg.PoolClient`/`pg.Client` inside their transaction, used as is (no BEGIN/COMMIT of ours),
  * so the job exists, or the finish lands, iff their transaction commits. Writes that make a
  * job due now send `pg_notify(NOTIFY_CHANNEL, schema)`, delivered on commit; `subscribe()`

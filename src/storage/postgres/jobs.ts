@@ -1,104 +1,17 @@
 /**
- * The job rows on PostgreSQL: enqueue, read, list, and an operator's retry, cancel and prune.
- * Enqueues and retries that make a job due now send `pg_notify` in the same statement,
- * delivered on commit. An id that is not a job id finds nothing.
- *
- * An enqueue takes the statement that fits its batch: one job without an idempotency key
- * (`insertOne`, scalar parameters); a run of jobs alike but for their payload (`insertRun`,
- * the shared values once and the payloads as one JSON array text); any other batch without
- * keys (`insertPlain`, one array per column); a batch with keys (`insertKeyed`, duplicates
- * skipped, then the holders of the skipped keys read back). Rows are built from what the
- * caller passed plus what the database chose (id, run_at, created_at), never read back whole.
+ * The job rows on PostgreSQL: enqueue (insert.ts), read, list, and an operator's retry, cancel
+ * and prune. Retries that make a job due now send `pg_notify` in the same statement, delivered
+ * on commit. An id that is not a job id finds nothing.
  */
-import { TransientStorageError, ValidationError } from '../../core/errors.js';
+import { ValidationError } from '../../core/errors.js';
 import type { InsertResult, JobQuery, JobRow, JobStore, NewJob, PruneParams } from '../../core/storage.js';
-import { alikeButPayload, insertedJobRow } from '../row-mapping.js';
-import { txClient, type Db, type Queryable } from './db.js';
-import { JOB_COLUMNS, NOW, durationSince, jobColumns, jsonParam, ms, toJobRow, validId } from './sql.js';
+import { type Db } from './db.js';
+import { JobInserts } from './insert.js';
+import { NOW, durationSince, jobColumns, ms, toJobRow, validId } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 
 export function jobsSql(s: string) {
   return {
-    /** $1 queue, $2 type, $3 payload json, $4 priority, $5 run_at (null: use $6), $6 run_after_ms, $7 max_attempts, $8 timeout_ms, $9 max_runtime_ms, $10 $11 notify, $12 trace context */
-    insertOne: `-- leasehold insert (one job, no idempotency key): add a queued job, notify if it is due now
-WITH ins AS (
-  INSERT INTO ${s}.jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts,
-                         timeout_ms, max_runtime_ms, created_at, updated_at, trace_context)
-  VALUES ($1::text, $2::text, $3::json, 'queued', $4::int, coalesce($5::timestamptz, ${NOW} + ${ms('$6::float8')}), 0,
-          $7::int, $8::bigint, $9::bigint, ${NOW}, ${NOW}, $12::text)
-  RETURNING id, run_at, created_at
-)
-SELECT id, run_at, created_at, CASE WHEN run_at <= ${NOW} THEN pg_notify($10, $11) END AS notified FROM ins`,
-
-    /**
-     * The parameters of insertOne, $3 the payloads as one JSON array text. One row back: the ids
-     * in array order as one comma-separated text (a split is cheaper than the driver's int8[]
-     * parser), and the run_at and created_at all the rows share.
-     */
-    insertRun: `-- leasehold insert (a run of alike jobs): add queued jobs that differ only in payload, notify if they are due now
-WITH ins AS (
-  INSERT INTO ${s}.jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts,
-                         timeout_ms, max_runtime_ms, created_at, updated_at, trace_context)
-  SELECT $1::text, $2::text, p.value, 'queued', $4::int, coalesce($5::timestamptz, ${NOW} + ${ms('$6::float8')}), 0,
-         $7::int, $8::bigint, $9::bigint, ${NOW}, ${NOW}, $12::text
-  FROM json_array_elements($3::json) WITH ORDINALITY AS p(value, ord)
-  ORDER BY p.ord
-  RETURNING id, run_at, created_at
-), woke AS (
-  SELECT pg_notify($10, $11) FROM (SELECT 1 FROM ins WHERE ins.run_at <= ${NOW} LIMIT 1) AS due
-)
-SELECT string_agg(id::text, ',' ORDER BY id) AS ids, min(run_at) AS run_at, min(created_at) AS created_at,
-       (SELECT count(*) FROM woke) AS notified
-FROM ins`,
-
-    /**
-     * insertOne's parameters, each an array (one item per job; $12 may be empty when no job has a
-     * trace context: unnest pads it with NULLs); ids are drawn in input order, so sorting by id restores it.
-     */
-    insertPlain: `-- leasehold insert (no idempotency keys): add a batch of queued jobs, notify if any is due now
-WITH ins AS (
-  INSERT INTO ${s}.jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts,
-                         timeout_ms, max_runtime_ms, created_at, updated_at, trace_context)
-  SELECT queue, type, payload, 'queued', priority, coalesce(run_at, ${NOW} + ${ms('run_after_ms')}), 0,
-         max_attempts, timeout_ms, max_runtime_ms, ${NOW}, ${NOW}, trace_context
-  FROM unnest($1::text[], $2::text[], $3::json[], $4::int[], $5::timestamptz[], $6::float8[],
-              $7::int[], $8::bigint[], $9::bigint[], $12::text[])
-       WITH ORDINALITY AS u(queue, type, payload, priority, run_at, run_after_ms,
-                            max_attempts, timeout_ms, max_runtime_ms, trace_context, ord)
-  ORDER BY ord
-  RETURNING id, run_at, created_at
-), woke AS (
-  SELECT pg_notify($10, $11) FROM (SELECT 1 FROM ins WHERE ins.run_at <= ${NOW} LIMIT 1) AS due
-)
-SELECT id, run_at, created_at, (SELECT count(*) FROM woke) AS notified FROM ins ORDER BY id`,
-
-    /** insertPlain's parameters with $8 the idempotency keys (the rest one later, the trace contexts $13). One row per item in input order; `id` null where a duplicate key skipped it. */
-    insertKeyed: `-- leasehold insert: add a batch of queued jobs (duplicate idempotency keys skipped), notify if any is due now
-WITH input AS MATERIALIZED (
-  SELECT nextval('${s}.jobs_id_seq'::regclass) AS new_id, u.*
-  FROM unnest($1::text[], $2::text[], $3::json[], $4::int[], $5::timestamptz[], $6::float8[],
-              $7::int[], $8::text[], $9::bigint[], $10::bigint[], $13::text[])
-       WITH ORDINALITY AS u(queue, type, payload, priority, run_at, run_after_ms,
-                            max_attempts, idempotency_key, timeout_ms, max_runtime_ms, trace_context, ord)
-), ins AS (
-  INSERT INTO ${s}.jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts,
-                         idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at, trace_context)
-  SELECT new_id, queue, type, payload, 'queued', priority,
-         coalesce(run_at, ${NOW} + ${ms('run_after_ms')}), 0, max_attempts,
-         idempotency_key, timeout_ms, max_runtime_ms, ${NOW}, ${NOW}, trace_context
-  FROM input ORDER BY ord
-  ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-  RETURNING ${JOB_COLUMNS.join(', ')}
-), woke AS (
-  SELECT pg_notify($11, $12) FROM (SELECT 1 FROM ins WHERE ins.run_at <= ${NOW} LIMIT 1) AS due
-)
-SELECT input.ord AS input_ord, (SELECT count(*) FROM woke) AS notified, ${jobColumns('ins')}
-FROM input LEFT JOIN ins ON ins.id = input.new_id
-ORDER BY input.ord`,
-
-    byIdempotencyKeys: `-- leasehold insert (duplicates): read the existing jobs holding these idempotency keys
-SELECT * FROM ${s}.jobs WHERE idempotency_key = ANY($1::text[])`,
-
     get: `-- leasehold getJob: one job by id
 SELECT * FROM ${s}.jobs WHERE id = $1::bigint`,
 
@@ -168,74 +81,16 @@ SELECT count(*)::int AS n FROM gone`,
   };
 }
 
-/** The row handed back for input `j`: what the database chose, the payload as its text reads back. */
-function inserted(j: NewJob, payload: string, id: string, runAt: Date, createdAt: Date): InsertResult {
-  return { job: insertedJobRow(j, { id, runAt, createdAt, payload: JSON.parse(payload) as unknown }), created: true };
-}
-
-/** The jobs' trace contexts as one array, [] when none has one (unnest pads it with NULLs). */
-function traceContexts(jobs: readonly NewJob[]): (string | null)[] {
-  return jobs.some((j) => j.traceContext !== undefined) ? jobs.map((j) => j.traceContext ?? null) : [];
-}
-
-/** A job's scalar values in insertOne's order ($4 … $9 after queue, type and payload). */
-const scalars = (j: NewJob): unknown[] => [j.priority, j.runAt ?? null, j.runAfterMs, j.maxAttempts, j.timeoutMs, j.maxRuntimeMs];
-
 export class PostgresJobs extends SqlAggregate<Db, ReturnType<typeof jobsSql>> implements JobStore {
-  /** the enqueues without idempotency keys, prepared */
-  private readonly hot = { insertOne: this.db.prepare(this.sql.insertOne), insertRun: this.db.prepare(this.sql.insertRun), insertPlain: this.db.prepare(this.sql.insertPlain) };
+  private readonly inserts = new JobInserts(this.db);
 
   constructor(db: Db) {
     super(db, jobsSql(db.q));
   }
 
-  async insert(p: { jobs: readonly NewJob[]; tx?: unknown }): Promise<InsertResult[]> {
-    const { jobs } = p;
-    const on = txClient(p.tx);
-    if (jobs.length === 0) return [];
-    if (jobs.some((j) => j.idempotencyKey !== null)) return this.insertKeyed(jobs, on);
-    const payloads = jobs.map((j) => jsonParam(j.payload));
-    const first = jobs[0] as NewJob;
-    if (jobs.length === 1) {
-      const [r] = await this.db.run('insertJobs', this.hot.insertOne, [first.queue, first.type, payloads[0], ...scalars(first), ...this.db.notify, first.traceContext ?? null], on);
-      if (!r) throw new Error('postgres insertJobs: no row back for one job');
-      return [inserted(first, payloads[0] as string, String(r.id), r.run_at as Date, r.created_at as Date)];
-    }
-    if (jobs.every((j) => alikeButPayload(first, j))) {
-      // each payload text is JSON already: joined, they are a JSON array
-      const [r] = await this.db.run('insertJobs', this.hot.insertRun, [first.queue, first.type, `[${payloads.join(',')}]`, ...scalars(first), ...this.db.notify, first.traceContext ?? null], on);
-      const ids = typeof r?.ids === 'string' ? r.ids.split(',') : [];
-      if (ids.length !== jobs.length) throw new Error(`postgres insertJobs: ${ids.length} ids back for ${jobs.length} jobs`);
-      const runAt = r?.run_at as Date;
-      const createdAt = r?.created_at as Date;
-      // each row its own Date objects, as rows read back have
-      return jobs.map((x, i) => inserted(x, payloads[i] as string, ids[i] as string, new Date(runAt.getTime()), new Date(createdAt.getTime())));
-    }
-    const columns = [0, 1, 2, 3, 4, 5].map((k) => jobs.map((j) => scalars(j)[k]));
-    const rows = await this.db.run('insertJobs', this.hot.insertPlain, [jobs.map((j) => j.queue), jobs.map((j) => j.type), payloads, ...columns, ...this.db.notify, traceContexts(jobs)], on);
-    if (rows.length !== jobs.length) throw new Error(`postgres insertJobs: ${rows.length} rows back for ${jobs.length} jobs`);
-    return rows.map((r, i) => inserted(jobs[i] as NewJob, payloads[i] as string, String(r.id), r.run_at as Date, r.created_at as Date));
-  }
-
-  private async insertKeyed(jobs: readonly NewJob[], on: Queryable | undefined): Promise<InsertResult[]> {
-    const rows = await this.db.run('insertJobs', this.sql.insertKeyed, [
-      jobs.map((j) => j.queue), jobs.map((j) => j.type), jobs.map((j) => jsonParam(j.payload)),
-      jobs.map((j) => j.priority), jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.runAfterMs),
-      jobs.map((j) => j.maxAttempts), jobs.map((j) => j.idempotencyKey), jobs.map((j) => j.timeoutMs),
-      jobs.map((j) => j.maxRuntimeMs), ...this.db.notify, traceContexts(jobs),
-    ], on);
-    const out: (InsertResult | undefined)[] = rows.map((r) => (r.id == null ? undefined : { job: toJobRow(r), created: true }));
-    const missing = [...new Set(jobs.flatMap((j, i) => (out[i] ? [] : [j.idempotencyKey as string])))];
-    if (missing.length === 0) return out as InsertResult[];
-    const existing = new Map<string, JobRow>();
-    for (const r of await this.db.run('insertJobs', this.sql.byIdempotencyKeys, [missing], on)) existing.set(String(r.idempotency_key), toJobRow(r));
-    return jobs.map((j, i) => {
-      const job = existing.get(j.idempotencyKey as string);
-      if (out[i]) return out[i];
-      // the conflicting row was deleted between the two statements (pruned): say "try again"
-      if (!job) throw new TransientStorageError(`postgres: job with idempotency key "${j.idempotencyKey}" vanished during insert; retry`);
-      return { job, created: false };
-    });
+  /** See insert.ts. */
+  insert(p: { jobs: readonly NewJob[]; tx?: unknown }): Promise<InsertResult[]> {
+    return this.inserts.insert(p);
   }
 
   async get(p: { id: string }): Promise<JobRow | null> {

@@ -1,17 +1,20 @@
 /**
  * Token-fenced leases on job rows: claim, heartbeat, finish, and the sweeper's lookup of
- * expired leases. Each write is one statement, atomic on its own (data-modifying CTEs); a
- * finish runs on the pool or on the caller's transaction client. Row locks are taken in id
+ * expired leases. Each write is one statement, atomic on its own (data-modifying CTEs), but
+ * the claim of a type with flow limits, a short transaction of its own (flow.ts); a finish
+ * runs on the pool or on the caller's transaction client. Row locks are taken in id
  * order everywhere, so batches over the same rows in different orders (heartbeats, finishes,
  * rescues) wait for each other instead of deadlocking. An attempt lives in its job row until
  * it ends; the finish writes its history row.
  */
 import { randomBytes } from 'node:crypto';
+import type { TypeFlow } from '../../core/flow.js';
 import type { JobStatus } from '../../core/status.js';
 import type {
   ClaimedJob, ClaimParams, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseRef, LeaseStore,
 } from '../../core/storage.js';
 import { txClient, type Db } from './db.js';
+import { FlowClaims } from './flow.js';
 import { NOW, date, dateOrNull, durationSince, ms, safeText, strOrNull, toExpiredLease, validId } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 
@@ -19,7 +22,7 @@ import { SqlAggregate } from '../aggregates.js';
 export const CLAIM_COLUMNS = [
   'id', 'queue', 'type', 'payload', 'priority', 'run_at', 'attempts', 'max_attempts', 'idempotency_key',
   'locked_until', 'started_at', 'finished_at', 'last_error_code', 'last_error', 'timeout_ms',
-  'max_runtime_ms', 'created_at', 'schedule_name', 'slot_at', 'trace_context',
+  'max_runtime_ms', 'created_at', 'schedule_name', 'slot_at', 'trace_context', 'concurrency_key', 'unique_key',
 ] as const;
 
 const claimColumns = (alias: string): string => CLAIM_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
@@ -34,14 +37,17 @@ export function leasesSql(s: string) {
      * $1 worker id, $2 types, $3 queues (null = all), $4 limit, $5 lease ms, $6 the claim's token
      * base. `picked` is the in-order scan of jobs_due_idx that stops after $4 rows. The update
      * takes the picked ids as an array, not as a join, so no plan joins them to the whole table.
+     * Paused queues are read once per claim into an array (an InitPlan; in key order, so the
+     * primary key serves it where the function forbids sequential scans), not probed per row.
      * It runs as the body of the claim_jobs function (migrations.ts says why): a change here
      * needs a migration that replaces the function.
      */
-    claim: `-- leasehold claim: lease up to $4 due jobs in claim order, skipping rows other claimers hold; each token is the base $6 and the id
+    claim: `-- leasehold claim: lease up to $4 due jobs of unpaused queues in claim order, skipping rows other claimers hold; each token is the base $6 and the id
 WITH picked AS (
   SELECT id FROM ${s}.jobs
   WHERE status IN ('queued','failed') AND run_at <= ${NOW}
     AND type = ANY($2::text[]) AND ($3::text[] IS NULL OR queue = ANY($3::text[]))
+    AND queue <> ALL (ARRAY(SELECT queue FROM ${s}.queue_states WHERE paused ORDER BY queue))
   ORDER BY priority, run_at, id
   LIMIT $4::int
   FOR UPDATE SKIP LOCKED
@@ -161,21 +167,41 @@ function toClaimedJob(r: unknown[], workerId: string, base: string): ClaimedJob 
     job.slotAt = date(r[18]);
   }
   if (r[19] != null) job.traceContext = String(r[19]);
+  if (r[20] != null) job.concurrencyKey = String(r[20]);
+  if (r[21] != null) job.uniqueKey = String(r[21]);
   return job;
 }
 
 export class PostgresLeases extends SqlAggregate<Db, ReturnType<typeof leasesSql>> implements LeaseStore {
   private readonly hot = { claim: this.db.prepare(this.sql.claimCall, 'array'), heartbeat: this.db.prepare(this.sql.heartbeat), finish: this.db.prepare(this.sql.finish) };
+  private readonly flow = new FlowClaims(this.db, claimOutput, claimColumns('j'));
 
   constructor(db: Db) {
     super(db, leasesSql(db.q));
   }
 
+  /** Limited types first, each in a transaction of its own (flow.ts); the others, with what is left of the limit, in one statement. */
   async claim(p: ClaimParams): Promise<ClaimedJob[]> {
     if (p.limit <= 0 || p.types.length === 0) return [];
     // a fresh base per claim, 128 random bits: a token is unique per attempt, as the id differs within a claim
     const base = randomBytes(16).toString('base64url');
-    const params = [p.workerId, [...p.types], p.queues ? [...p.queues] : null, p.limit, p.leaseMs, base];
+    const flow = p.flow;
+    const limited = flow ? p.types.filter((t) => flow[t] !== undefined) : [];
+    if (!flow || limited.length === 0) return this.claimFree(p, p.types, p.limit, base);
+    const rows: unknown[][] = [];
+    for (const type of limited) {
+      if (rows.length >= p.limit) break;
+      rows.push(...(await this.flow.claim(type, flow[type] as TypeFlow, p, p.limit - rows.length, base)));
+    }
+    const claimed = rows.map((r) => toClaimedJob(r, p.workerId, base));
+    const free = p.types.filter((t) => flow[t] === undefined);
+    if (free.length === 0 || claimed.length >= p.limit) return claimed;
+    return [...claimed, ...(await this.claimFree(p, free, p.limit - claimed.length, base))];
+  }
+
+  /** The claim of types without limits: one call of claim_jobs. */
+  private async claimFree(p: ClaimParams, types: readonly string[], limit: number, base: string): Promise<ClaimedJob[]> {
+    const params = [p.workerId, [...types], p.queues ? [...p.queues] : null, limit, p.leaseMs, base];
     const rows = (await this.db.run('claimJobs', this.hot.claim, params)) as unknown as unknown[][];
     return rows.map((r) => toClaimedJob(r, p.workerId, base));
   }

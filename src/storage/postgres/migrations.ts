@@ -14,7 +14,7 @@ const CLAIM_TYPES: Record<(typeof CLAIM_COLUMNS)[number], string> = {
   id: 'bigint', queue: 'text', type: 'text', payload: 'json', priority: 'integer', run_at: 'timestamptz', attempts: 'integer',
   max_attempts: 'integer', idempotency_key: 'text', locked_until: 'timestamptz', started_at: 'timestamptz', finished_at: 'timestamptz',
   last_error_code: 'text', last_error: 'text', timeout_ms: 'bigint', max_runtime_ms: 'bigint', created_at: 'timestamptz',
-  schedule_name: 'text', slot_at: 'timestamptz', trace_context: 'text',
+  schedule_name: 'text', slot_at: 'timestamptz', trace_context: 'text', concurrency_key: 'text', unique_key: 'text',
 };
 
 export interface Migration {
@@ -56,7 +56,9 @@ CREATE TABLE ${s}.jobs (
   updated_at       timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
   schedule_name    text,
   slot_at          timestamptz(3),
-  trace_context    text
+  trace_context    text,
+  concurrency_key  text,
+  unique_key       text
 );
 -- claim order over due rows only, so finished rows never enter the claim's index scan
 CREATE INDEX jobs_due_idx ON ${s}.jobs (priority, run_at, id) WHERE status IN ('queued','failed');
@@ -68,6 +70,8 @@ CREATE UNIQUE INDEX jobs_idempotency_key_idx ON ${s}.jobs (idempotency_key) WHER
 CREATE INDEX jobs_finished_at_idx ON ${s}.jobs (finished_at) WHERE finished_at IS NOT NULL;
 -- one job per (schedule, slot), whatever the number of schedulers
 CREATE UNIQUE INDEX jobs_schedule_slot_idx ON ${s}.jobs (schedule_name, slot_at) WHERE schedule_name IS NOT NULL;
+-- one job per unique key among the jobs that hold it (queued, failed, running): a finish frees the key
+CREATE UNIQUE INDEX jobs_unique_key_idx ON ${s}.jobs (unique_key) WHERE unique_key IS NOT NULL AND status IN ('queued','failed','running');
 
 -- job_attempts: one row per ended attempt, written by the write that ends it; found by its job
 -- (listing, pruning), so no foreign key to check and no second index to keep per insert
@@ -162,6 +166,22 @@ CREATE TABLE ${s}.alert_states (
   since       timestamptz(3) NOT NULL,
   value       double precision,
   updated_at  timestamptz(3) NOT NULL
+);
+
+-- queue_states: queues paused or resumed by an operator; the claim leaves a paused queue's jobs
+CREATE TABLE ${s}.queue_states (
+  queue      text PRIMARY KEY,
+  paused     boolean     NOT NULL,
+  paused_at  timestamptz(3),
+  updated_at timestamptz(3) NOT NULL
+);
+
+-- flow_buckets: a limited type's row (named by the type) serialises its claims; rate-limit token
+-- buckets are rows named by core/flow.ts bucketName; null tokens: no bucket stored yet (full)
+CREATE TABLE ${s}.flow_buckets (
+  name         text PRIMARY KEY,
+  tokens       double precision,
+  refilled_at  timestamptz(3)
 );
 
 -- claim_jobs: the claim (leases.ts), planned with index scans only: without planner statistics

@@ -1,7 +1,10 @@
-/** What the queues hold: jobs by queue, type and status, and each queue's health, for the dashboard, the CLI and alerts. */
-import type { JobCount, QueueHealth, QueueStore } from '../../core/storage.js';
-import { type Db } from './db.js';
-import { NOW, toJobCount } from './sql.js';
+/**
+ * What the queues hold: jobs by queue, type and status, and each queue's health, for the
+ * dashboard, the CLI and alerts; and which queues an operator paused (the claim leaves them).
+ */
+import type { JobCount, QueueHealth, QueueState, QueueStore } from '../../core/storage.js';
+import { type Db, type Row } from './db.js';
+import { NOW, date, dateOrNull, toJobCount } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 
 function queuesSql(s: string) {
@@ -22,7 +25,31 @@ FROM (
   SELECT queue, 0, count(*), NULL FROM ${s}.jobs WHERE status = 'running' GROUP BY queue
 ) AS arms
 GROUP BY queue ORDER BY queue`,
+
+    /** $1 queue */
+    pause: `-- leasehold pauseQueue: claims leave this queue's jobs from now on
+INSERT INTO ${s}.queue_states AS q (queue, paused, paused_at, updated_at) VALUES ($1::text, true, ${NOW}, ${NOW})
+ON CONFLICT (queue) DO UPDATE SET paused = true, paused_at = ${NOW}, updated_at = ${NOW}
+RETURNING queue, paused, paused_at, updated_at`,
+
+    /** $1 queue, $2 $3 notify: its due jobs are claimable again, so idle workers wake */
+    resume: `-- leasehold resumeQueue: claims take this queue's jobs again; wake listening workers
+WITH upd AS (
+  INSERT INTO ${s}.queue_states AS q (queue, paused, paused_at, updated_at) VALUES ($1::text, false, NULL, ${NOW})
+  ON CONFLICT (queue) DO UPDATE SET paused = false, updated_at = ${NOW}
+  RETURNING queue, paused, paused_at, updated_at
+), woke AS (
+  SELECT pg_notify($2, $3)
+)
+SELECT upd.*, (SELECT count(*) FROM woke) AS notified FROM upd`,
+
+    states: `-- leasehold queueStates: every queue ever paused or resumed, by name
+SELECT queue, paused, paused_at, updated_at FROM ${s}.queue_states ORDER BY queue`,
   };
+}
+
+function toQueueState(r: Row): QueueState {
+  return { queue: String(r.queue), paused: r.paused === true, pausedAt: dateOrNull(r.paused_at), updatedAt: date(r.updated_at) };
 }
 
 export class PostgresQueues extends SqlAggregate<Db, ReturnType<typeof queuesSql>> implements QueueStore {
@@ -40,5 +67,23 @@ export class PostgresQueues extends SqlAggregate<Db, ReturnType<typeof queuesSql
       queue: String(r.queue), due: Number(r.due), running: Number(r.running),
       oldestDueAgeMs: r.oldest_due_age_ms == null ? null : Number(r.oldest_due_age_ms),
     }));
+  }
+
+  async pause(p: { queue: string }): Promise<QueueState> {
+    return this.#one('pauseQueue', this.sql.pause, [p.queue]);
+  }
+
+  async resume(p: { queue: string }): Promise<QueueState> {
+    return this.#one('resumeQueue', this.sql.resume, [p.queue, ...this.db.notify]);
+  }
+
+  async states(): Promise<QueueState[]> {
+    return (await this.db.run('queueStates', this.sql.states)).map(toQueueState);
+  }
+
+  async #one(what: string, text: string, params: unknown[]): Promise<QueueState> {
+    const [row] = await this.db.run(what, text, params);
+    if (!row) throw new Error(`postgres ${what}: no row back`);
+    return toQueueState(row);
   }
 }

@@ -24,7 +24,7 @@ export const JOB_COLUMNS = [
   'id', 'queue', 'type', 'payload', 'status', 'priority', 'run_at', 'attempts', 'max_attempts',
   'idempotency_key', 'locked_by', 'lease_token', 'locked_until', 'heartbeat_at', 'started_at',
   'finished_at', 'last_error_code', 'last_error', 'timeout_ms', 'max_runtime_ms', 'created_at',
-  'updated_at', 'schedule_name', 'slot_at', 'trace_context',
+  'updated_at', 'schedule_name', 'slot_at', 'trace_context', 'concurrency_key', 'unique_key',
 ] as const;
 
 /** The job columns, each qualified by `alias`. */
