@@ -4,53 +4,18 @@
  * timeout → TransientStorageError. (Migrating at once: sqlite-migrations.test.ts.)
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import path from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import Database from 'better-sqlite3';
 import { TransientStorageError } from '../../src/core/errors.js';
 import { sqliteStorage } from '../../src/storage/sqlite/index.js';
-import { job, tempFiles } from './sqlite-support.js';
+import { child, job, tempFiles, together } from './sqlite-support.js';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
-const CHILD = path.join(here, 'fixtures', 'sqlite-child.ts');
 
 const tempFile = tempFiles();
-
-interface Child {
-  ready: Promise<void>;
-  go(): void;
-  /** the child's last stdout line, parsed */
-  result: Promise<unknown>;
-}
-
-/** Spawn the fixture; it prints "ready", waits for "go", then prints one JSON line. */
-function child(args: string[]): Child {
-  const p = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  let onReady: () => void = () => {};
-  const ready = new Promise<void>((r) => (onReady = r));
-  p.stdout.setEncoding('utf8').on('data', (d: string) => {
-    out += d;
-    if (out.startsWith('ready\n')) onReady();
-  });
-  p.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-  const result = new Promise<unknown>((resolve, reject) => {
-    p.on('error', reject);
-    p.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`child ${args.join(' ')} exited ${code}: ${err}`));
-      const lines = out.trim().split('\n');
-      resolve(JSON.parse(lines[lines.length - 1] ?? 'null'));
-    });
-  });
-  return { ready, go: () => p.stdin.end('go\n'), result };
-}
 
 describe('sqlite specific: several processes and connections on one file', () => {
   it('three processes claiming 600 jobs from one file at once: every job exactly once', async () => {
@@ -63,10 +28,7 @@ describe('sqlite specific: several processes and connections on one file', () =>
       const res = await s.jobs.insert({ jobs: Array.from({ length: 100 }, (_, k) => job(type, { payload: { i, k }, priority: k % 3 })) });
       inserted.push(...res.map((r) => r.job.id));
     }
-    const kids = ['a', 'b', 'c'].map((w) => child(['claim', file, w, type, '7']));
-    await Promise.all(kids.map((k) => k.ready));
-    for (const k of kids) k.go();
-    const results = (await Promise.all(kids.map((k) => k.result))) as { workerId: string; ids: string[] }[];
+    const results = await together<{ workerId: string; ids: string[] }>(['a', 'b', 'c'].map((w) => child(['claim', file, w, type, '7'])));
     const all = results.flatMap((r) => r.ids);
     assert.equal(new Set(all).size, all.length, 'no job claimed twice');
     assert.deepEqual([...all].sort(), [...inserted].sort(), 'every job claimed');

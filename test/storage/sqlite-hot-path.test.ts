@@ -48,10 +48,16 @@ describe('sqlite hot path', () => {
       job('other', { payload: 42, runAfterMs: 60_000, queue: 'mail', maxAttempts: 9, timeoutMs: 5, maxRuntimeMs: 6 }),
       job('other', { payload: undefined }),
       ...Array.from({ length: 3 }, (_, i) => job('tail', { payload: { i } })),
+      // a concurrency key is one more shared value of a run; a unique key is looked up, never in a run
+      ...Array.from({ length: 3 }, (_, i) => job('tail', { payload: { i }, concurrencyKey: 'c1' })),
+      job('tail', { concurrencyKey: 'c2' }),
+      job('tail', { unique: { key: 'u1', mode: 'active' }, concurrencyKey: 'c2' }),
     ];
     const res = await s.jobs.insert({ jobs: batch });
     assert.equal(res.length, batch.length);
     assert.deepEqual(res.map((r) => r.created), batch.map((_, i) => i !== 1501), 'only the repeated key found an existing row');
+    assert.deepEqual(res.map((r) => r.outcome), batch.map((_, i) => (i === 1501 ? 'existing' : 'created')));
+    assert.deepEqual(res.slice(-5).map((r) => [r.job.concurrencyKey, r.job.uniqueKey]), [['c1', undefined], ['c1', undefined], ['c1', undefined], ['c2', undefined], ['c2', 'u1']]);
     assert.equal(res[1501]?.job.id, res[1500]?.job.id);
     const created = res.filter((r) => r.created).map((r) => Number(r.job.id));
     for (let i = 1; i < created.length; i++) assert.ok(created[i]! > created[i - 1]!, 'ids increase in input order');
@@ -77,7 +83,9 @@ describe('sqlite hot path', () => {
   it('leases.claim hands back the stored rows in claim order, with fresh 128-bit tokens and open attempts', async () => {
     let t = Date.UTC(2030, 0, 1);
     const s = await open(() => t);
-    await s.jobs.insert({ jobs: Array.from({ length: 30 }, (_, i) => job('claim', { payload: { i }, priority: i % 3, runAfterMs: -i })) });
+    await s.jobs.insert({ jobs: Array.from({ length: 30 }, (_, i) => job('claim', {
+      payload: { i }, priority: i % 3, runAfterMs: -i, concurrencyKey: i % 2 ? `k${i % 5}` : null, unique: i % 3 ? null : { key: `u${i}`, mode: 'active' },
+    })) });
     await s.schedules.upsert({ items: [{
       name: 'nightly', cron: null, everyMs: 60_000, timezone: 'UTC', type: 'claim', payload: {}, queue: 'default', priority: -1,
       maxAttempts: 3, misfire: 'skip', misfireWindowMs: null, misfireMax: 100, enabled: true, source: 'cli', nextRunAt: new Date(t),
@@ -97,6 +105,7 @@ describe('sqlite hot path', () => {
       const [attempt] = await s.attempts.list({ jobId: c.id });
       assert.deepEqual([attempt?.attempt, attempt?.leaseToken, attempt?.workerId, attempt?.outcome], [1, c.leaseToken, 'w1', 'running']);
     }
+    assert.ok(claimed.some((c) => c.concurrencyKey !== undefined) && claimed.some((c) => c.uniqueKey !== undefined), 'keys handed back');
     await assertStored(s, claimed);
     const byQueue = await s.leases.claim({ workerId: 'w2', types: ['claim'], queues: ['mail'], limit: 20, leaseMs: 5000 });
     assert.equal(byQueue.length, 0, 'the queue filter applies');

@@ -5,17 +5,14 @@
  * this code is refused.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { SchemaTooNewError } from '../../src/core/errors.js';
 import { SCHEMA_VERSION as SQLITE_SCHEMA_VERSION, SQLITE_DRIVERS, sqliteStorage } from '../../src/storage/sqlite/index.js';
 import { SCHEMA_VERSION, schemaDiff } from './schema-expected.js';
-import { tempFiles } from './sqlite-support.js';
+import { child, tempFiles, together } from './sqlite-support.js';
 
 const tempFile = tempFiles();
-const CHILD = path.join(import.meta.dirname, 'fixtures', 'sqlite-child.ts');
 const BASELINE = { from: 0, to: SCHEMA_VERSION, applied: [{ version: 1, name: 'baseline' }] };
 
 /** The tables under `prefix` (prefix stripped) and their columns, as the file's catalogue has them. */
@@ -28,25 +25,6 @@ function catalogue(file: string, prefix: string): Record<string, string[]> {
   } finally {
     raw.close();
   }
-}
-
-/** `sqlite-child.ts migrate FILE` in its own process: it opens the file only after "go". */
-function migrateInChild(file: string): { ready: Promise<void>; go: () => void; result: Promise<unknown> } {
-  const p = spawn(process.execPath, ['--import', 'tsx', CHILD, 'migrate', file], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  let onReady: () => void = () => {};
-  const ready = new Promise<void>((r) => (onReady = r));
-  p.stdout.setEncoding('utf8').on('data', (d: string) => {
-    out += d;
-    if (out.startsWith('ready\n')) onReady();
-  });
-  p.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-  const result = new Promise<unknown>((resolve, reject) => {
-    p.on('error', reject);
-    p.on('close', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1) ?? 'null')) : reject(new Error(`child exited ${code}: ${err}`))));
-  });
-  return { ready, go: () => p.stdin.end('go\n'), result };
 }
 
 describe('sqlite migrations', () => {
@@ -78,10 +56,7 @@ describe('sqlite migrations', () => {
 
   it('two processes creating and migrating the same new file at once both succeed; the baseline is recorded once', async () => {
     const file = tempFile();
-    const kids = [migrateInChild(file), migrateInChild(file)];
-    await Promise.all(kids.map((k) => k.ready));
-    for (const k of kids) k.go();
-    const results = (await Promise.all(kids.map((k) => k.result))) as { to: number; applied: { version: number; name: string }[] }[];
+    const results = await together<{ to: number; applied: { version: number; name: string }[] }>([child(['migrate', file]), child(['migrate', file])]);
     assert.deepEqual(results.map((r) => r.to), [SCHEMA_VERSION, SCHEMA_VERSION]);
     assert.deepEqual(results.flatMap((r) => r.applied), BASELINE.applied, 'applied by exactly one process');
     const raw = new Database(file, { readonly: true });

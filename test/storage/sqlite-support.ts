@@ -1,7 +1,8 @@
 /**
- * Shared by the sqlite-*.test.ts suites: a job to enqueue, and database files in temporary
- * directories that are removed after the test file.
+ * Shared by the sqlite-*.test.ts suites: a job to enqueue, database files in temporary
+ * directories that are removed after the test file, and child processes on one file.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -26,6 +27,46 @@ export function tempFiles(): () => string {
     dirs.push(dir);
     return path.join(dir, 'jobs.db');
   };
+}
+
+export interface Child {
+  ready: Promise<void>;
+  /** start now, or at this epoch ms */
+  go(at?: number): void;
+  /** the child's last stdout line, parsed */
+  result: Promise<unknown>;
+}
+
+const CHILD = path.join(import.meta.dirname, 'fixtures', 'sqlite-child.ts');
+
+/** Spawn fixtures/sqlite-child.ts: it prints "ready", waits for "go", then prints one JSON line. */
+export function child(args: string[]): Child {
+  const p = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  let onReady: () => void = () => {};
+  const ready = new Promise<void>((r) => (onReady = r));
+  p.stdout.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+    if (out.startsWith('ready\n')) onReady();
+  });
+  p.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const result = new Promise<unknown>((resolve, reject) => {
+    p.on('error', reject);
+    p.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`child ${args.join(' ')} exited ${code}: ${err}`));
+      resolve(JSON.parse(out.trim().split('\n').at(-1) ?? 'null'));
+    });
+  });
+  return { ready, go: (at = 0) => p.stdin.end(`go ${at}\n`), result };
+}
+
+/** Start the children together (each waits for "go", then for one shared moment) and collect their results. */
+export async function together<T>(kids: readonly Child[]): Promise<T[]> {
+  await Promise.all(kids.map((k) => k.ready));
+  const at = Date.now() + 100;
+  for (const k of kids) k.go(at);
+  return (await Promise.all(kids.map((k) => k.result))) as T[];
 }
 
 /** The conformance harness on a fresh file per suite; `connectAnother` opens a second connection, as another process would. */

@@ -2,6 +2,8 @@
  * Job rows on SQLite: insert (the enqueue hot path), get, list, and an operator's retry, cancel
  * and prune. An insert hands back rows built from its input, never re-read: RETURNING * into an
  * object per row cost more than the insert itself. A run of alike jobs is one statement.
+ * A unique key is looked up then written in the insert's IMMEDIATE transaction, which no other
+ * connection's write can interleave; the partial unique index on unique_key is the backstop.
  */
 import type { InsertResult, JobQuery, JobRow, JobStore, NewJob, PruneParams } from '../../core/storage.js';
 import { insertedJobRow } from '../row-mapping.js';
@@ -14,10 +16,10 @@ import type { SqlJob } from './sql.js';
 type AdminResult = { job: JobRow | null; applied: boolean };
 
 const JOB_SQL = {
-  insertOne: `-- leasehold jobs.insertOne: one job; a duplicate idempotency key inserts nothing (changes = 0)
+  insertOne: `-- leasehold jobs.insertOne: one job; a duplicate idempotency or unique key inserts nothing (changes = 0)
     INSERT INTO {p}jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts,
-      idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at, trace_context)
-    VALUES (${NEXT_JOB_ID}, ?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)
+      idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at, trace_context, concurrency_key, unique_key)
+    VALUES (${NEXT_JOB_ID}, ?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT DO NOTHING`,
   nextJobId: `-- leasehold jobs.nextJobId: the id a run's first job takes, read in the run's write transaction
     SELECT ${NEXT_JOB_ID} AS id`,
@@ -25,13 +27,21 @@ const JOB_SQL = {
   // rows to a temporary table before inserting them (it reads the table it writes). The rows
   // after the first take SQLite's own next rowid, one above the largest: the ids that follow,
   // without a uniqueness probe per row (the caller checks the last one).
-  insertRun: `-- leasehold jobs.insertRun: a run of alike jobs without idempotency key, one per payload text of the @payloads JSON array, ids @firstId on in array order
+  insertRun: `-- leasehold jobs.insertRun: a run of alike jobs without idempotency or unique key, one per payload text of the @payloads JSON array, ids @firstId on in array order
     INSERT INTO {p}jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts,
-      timeout_ms, max_runtime_ms, created_at, updated_at, trace_context)
-    SELECT CASE WHEN key = 0 THEN @firstId END, @queue, @type, value, 'queued', @priority, @runAt, 0, @maxAttempts, @timeoutMs, @maxRuntimeMs, @now, @now, @traceContext
+      timeout_ms, max_runtime_ms, created_at, updated_at, trace_context, concurrency_key)
+    SELECT CASE WHEN key = 0 THEN @firstId END, @queue, @type, value, 'queued', @priority, @runAt, 0, @maxAttempts, @timeoutMs, @maxRuntimeMs, @now, @now, @traceContext, @concurrencyKey
     FROM json_each(@payloads) ORDER BY key`,
   byIdempotencyKey: `-- leasehold jobs.byIdempotencyKey: the existing job holding an idempotency key
     SELECT * FROM {p}jobs WHERE idempotency_key = ?`,
+  byUniqueKey: `-- leasehold jobs.byUniqueKey: the queued, failed or running job holding a unique key
+    SELECT * FROM {p}jobs WHERE unique_key = ? AND status IN ('queued','failed','running')`,
+  debounce: `-- leasehold jobs.debounce: a waiting unique-key holder takes the new insert's payload and run_at
+    UPDATE {p}jobs SET payload = @payload, run_at = @runAt, updated_at = @now
+    WHERE id = @id AND status IN ('queued','failed')
+    RETURNING *`,
+  releaseUniqueKey: `-- leasehold jobs.releaseUniqueKey: a running holder gives its unique key up to a new job
+    UPDATE {p}jobs SET unique_key = NULL WHERE id = ? AND status = 'running'`,
   get: `-- leasehold jobs.get: one job by id
     SELECT * FROM {p}jobs WHERE id = ?`,
   retry: `-- leasehold jobs.retry: admin "retry now": back to queued, due now, attempts reset, lease and finish cleared
@@ -91,9 +101,12 @@ function alike(a: Prepared, b: Prepared): boolean {
   return (
     a.runAt === b.runAt && x.type === y.type && x.queue === y.queue && x.priority === y.priority &&
     x.maxAttempts === y.maxAttempts && x.timeoutMs === y.timeoutMs && x.maxRuntimeMs === y.maxRuntimeMs &&
-    x.traceContext === y.traceContext
+    x.traceContext === y.traceContext && (x.concurrencyKey ?? null) === (y.concurrencyKey ?? null)
   );
 }
+
+/** A job that may go into a run (and, alone, into autocommit): no key to look up first. */
+const keyless = (p: Prepared): boolean => p.job.idempotencyKey === null && !p.job.unique;
 
 /** The stored row of a job this call inserted, built without reading it back. */
 function insertedRow(id: number, p: Prepared, now: number): JobRow {
@@ -111,11 +124,11 @@ function segments(prepared: Prepared[]): Prepared[][] {
   while (i < prepared.length) {
     const first = prepared[i] as Prepared;
     let end = i + 1;
-    if (first.job.idempotencyKey === null) {
+    if (keyless(first)) {
       let chars = first.json.length;
       while (end < prepared.length && end - i < RUN_MAX_ROWS) {
         const next = prepared[end] as Prepared;
-        if (next.job.idempotencyKey !== null || !alike(first, next) || (chars += next.json.length) > RUN_MAX_CHARS) break;
+        if (!keyless(next) || !alike(first, next) || (chars += next.json.length) > RUN_MAX_CHARS) break;
         end++;
       }
     }
@@ -133,28 +146,47 @@ function writeSegment(db: SqliteDb, now: number, seg: Prepared[], out: InsertRes
     const r = db.stmt(JOB_SQL.insertRun).run({
       firstId,
       queue: j.queue, type: j.type, priority: j.priority, runAt: first.runAt, maxAttempts: j.maxAttempts,
-      timeoutMs: j.timeoutMs, maxRuntimeMs: j.maxRuntimeMs, now, traceContext: j.traceContext ?? null, payloads: JSON.stringify(seg.map((p) => p.json)),
+      timeoutMs: j.timeoutMs, maxRuntimeMs: j.maxRuntimeMs, now, traceContext: j.traceContext ?? null, concurrencyKey: j.concurrencyKey ?? null,
+      payloads: JSON.stringify(seg.map((p) => p.json)),
     });
     if (r.changes !== seg.length || Number(r.lastInsertRowid) !== firstId + seg.length - 1) {
       throw new Error(`sqlite: a run of ${seg.length} ${j.type} jobs from id ${firstId} inserted ${r.changes} rows, the last ${r.lastInsertRowid}`);
     }
-    for (let k = 0; k < seg.length; k++) out.push({ job: insertedRow(firstId + k, seg[k] as Prepared, now), created: true });
+    for (let k = 0; k < seg.length; k++) out.push({ job: insertedRow(firstId + k, seg[k] as Prepared, now), created: true, outcome: 'created' });
     return;
   }
-  if (j.idempotencyKey !== null) {
-    // against existing rows and earlier items of this batch (already written in this transaction)
-    const existing = db.stmt(JOB_SQL.byIdempotencyKey).get(j.idempotencyKey) as SqlJob | undefined;
-    if (existing) {
-      out.push({ job: toJobRow(existing), created: false });
-      return;
-    }
+  // keys are looked up against existing rows and earlier items of this batch (already written in this transaction)
+  const answered = j.idempotencyKey === null ? undefined : (db.stmt(JOB_SQL.byIdempotencyKey).get(j.idempotencyKey) as SqlJob | undefined);
+  const result = answered ? { job: toJobRow(answered), created: false, outcome: 'existing' as const } : uniqueAnswer(db, now, first);
+  if (result) {
+    out.push(result);
+    return;
   }
   const r = db.stmt(JOB_SQL.insertOne).run(
     j.queue, j.type, first.json, j.priority, first.runAt, j.maxAttempts, j.idempotencyKey, j.timeoutMs, j.maxRuntimeMs, now, now,
-    j.traceContext ?? null,
+    j.traceContext ?? null, j.concurrencyKey ?? null, j.unique?.key ?? null,
   );
   if (r.changes === 0) throw new Error(`sqlite: insert of a ${j.type} job conflicted but no row holds its key`);
-  out.push({ job: insertedRow(Number(r.lastInsertRowid), first, now), created: true });
+  out.push({ job: insertedRow(Number(r.lastInsertRowid), first, now), created: true, outcome: 'created' });
+}
+
+/**
+ * The answer of a job whose unique key is held: 'active' returns the holder, 'debounce' gives a
+ * waiting holder this payload and run_at. Undefined when the job is to be inserted: no holder,
+ * or a running one, which gives its key up first.
+ */
+function uniqueAnswer(db: SqliteDb, now: number, p: Prepared): InsertResult | undefined {
+  const u = p.job.unique;
+  if (!u) return undefined;
+  const holder = db.stmt(JOB_SQL.byUniqueKey).get(u.key) as SqlJob | undefined;
+  if (!holder) return undefined;
+  if (u.mode === 'active') return { job: toJobRow(holder), created: false, outcome: 'existing' };
+  if (holder.status === 'running') {
+    db.stmt(JOB_SQL.releaseUniqueKey).run(holder.id);
+    return undefined;
+  }
+  const row = db.stmt(JOB_SQL.debounce).get({ id: holder.id, payload: p.json, runAt: p.runAt, now }) as SqlJob;
+  return { job: toJobRow(row), created: false, outcome: 'replaced' };
 }
 
 export class SqliteJobs implements JobStore {
@@ -178,7 +210,7 @@ export class SqliteJobs implements JobStore {
     };
     // one unkeyed job is one statement, atomic by itself; a key lookup + insert, a run (its first
     // id is read first) or several statements need one IMMEDIATE transaction
-    const lone = prepared.length === 1 && prepared[0]?.job.idempotencyKey === null;
+    const lone = prepared.length === 1 && keyless(prepared[0] as Prepared);
     return lone ? db.read(writeAll) : db.write(writeAll);
   }
 

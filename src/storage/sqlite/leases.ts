@@ -2,7 +2,9 @@
  * Leases on SQLite, the hot path: claim, heartbeat, finish, and the sweeper's query.
  * - a claim is one UPDATE … RETURNING in autocommit (atomic on its own; it takes the write lock
  *   at its start); the rows handed back are built from the claim's own values plus what the
- *   statement returned, never re-read, and it writes no attempt row (see attempts.ts);
+ *   statement returned, never re-read, and it writes no attempt row (see attempts.ts). A claim
+ *   naming a type with limits (`flow`) runs in one IMMEDIATE transaction instead: the limited
+ *   types' picks (flow.ts), then the other types through the same statement;
  * - finishes and heartbeats are cached statements run per item in one IMMEDIATE transaction:
  *   cheaper than one UPDATE … FROM json_each per batch (see LEASE_SQL.finish).
  */
@@ -10,8 +12,10 @@ import type { JobStatus } from '../../core/status.js';
 import type {
   ClaimedJob, ClaimParams, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore,
 } from '../../core/storage.js';
+import type { TypeFlow } from '../../core/flow.js';
 import { ATTEMPT_SQL } from './attempts.js';
 import { refuseTx } from './db.js';
+import { NOT_PAUSED, pickLimited } from './flow.js';
 import type { SqliteDb } from './db.js';
 import { toExpiredLease, toSqlId } from './sql.js';
 import type { SqlExpired } from './sql.js';
@@ -20,25 +24,34 @@ import type { SqlExpired } from './sql.js';
  * One UPDATE … RETURNING leases the batch. Tokens come from SQLite's randomblob() (its ChaCha20
  * generator, seeded from the OS), so exactly one is made per claimed row. Only the queue filter
  * in use goes into the SQL. RETURNING carries what the caller cannot compute itself (the rest
- * is the claim's own values); its order is unspecified, the caller sorts.
+ * is the claim's own values); its order is unspecified, the caller sorts. `picked`: the ids a
+ * flow plan chose (@ids), still due, instead of the claim-order walk.
  */
-function claimSql(byQueue: boolean): string {
-  return `-- leasehold leases.claim: lease up to @limit due jobs of @types${byQueue ? ' in @queues' : ''} in claim order, each with a fresh 128-bit token
+function claimSql(which: 'due' | 'dueByQueue' | 'picked'): string {
+  const header = which === 'picked'
+    ? 'lease the jobs of @ids (a flow plan\'s picks) that are still due'
+    : `lease up to @limit due jobs of @types${which === 'dueByQueue' ? ' in @queues' : ''} in unpaused queues in claim order`;
+  const where = which === 'picked'
+    ? `id IN (SELECT value FROM json_each(@ids)) AND status IN ('queued','failed') AND run_at <= @now`
+    : `id IN (SELECT id FROM {p}jobs
+      WHERE status IN ('queued','failed') AND run_at <= @now
+        AND type IN (SELECT value FROM json_each(@types))${which === 'dueByQueue' ? '\n        AND queue IN (SELECT value FROM json_each(@queues))' : ''}
+        AND ${NOT_PAUSED}
+      ORDER BY priority, run_at, id
+      LIMIT @limit)`;
+  return `-- leasehold leases.claim: ${header}, each with a fresh 128-bit token
     UPDATE {p}jobs
     SET status = 'running', locked_by = @workerId, lease_token = lower(hex(randomblob(16))),
         locked_until = @now + @leaseMs, heartbeat_at = @now, started_at = @now,
         attempts = attempts + 1, updated_at = @now
-    WHERE id IN (SELECT id FROM {p}jobs
-      WHERE status IN ('queued','failed') AND run_at <= @now
-        AND type IN (SELECT value FROM json_each(@types))${byQueue ? '\n        AND queue IN (SELECT value FROM json_each(@queues))' : ''}
-      ORDER BY priority, run_at, id
-      LIMIT @limit)
+    WHERE ${where}
     RETURNING id, queue, type, payload, priority, run_at, attempts, max_attempts, idempotency_key,
       finished_at, last_error_code, last_error, timeout_ms, max_runtime_ms, created_at,
-      schedule_name, slot_at, lease_token, trace_context`;
+      schedule_name, slot_at, lease_token, trace_context, concurrency_key, unique_key`;
 }
-const CLAIM_SQL = claimSql(false);
-const CLAIM_BY_QUEUE_SQL = claimSql(true);
+const CLAIM_SQL = claimSql('due');
+const CLAIM_BY_QUEUE_SQL = claimSql('dueByQueue');
+const CLAIM_PICKED_SQL = claimSql('picked');
 
 const LEASE_SQL = {
   heartbeat: `-- leasehold leases.heartbeat: extend one lease that still holds (? = lockedUntil, now, now, id, leaseToken)
@@ -68,6 +81,7 @@ type ClaimRow = [
   maxAttempts: number, idempotencyKey: string | null, finishedAt: number | null, lastErrorCode: string | null,
   lastError: string | null, timeoutMs: number, maxRuntimeMs: number, createdAt: number,
   scheduleName: string | null, slotAt: number | null, leaseToken: string, traceContext: string | null,
+  concurrencyKey: string | null, uniqueKey: string | null,
 ];
 
 function claimedJob(r: ClaimRow, p: ClaimParams, now: number): ClaimedJob {
@@ -101,6 +115,8 @@ function claimedJob(r: ClaimRow, p: ClaimParams, now: number): ClaimedJob {
     job.slotAt = new Date(r[16]);
   }
   if (r[18] !== null) job.traceContext = r[18];
+  if (r[19] !== null) job.concurrencyKey = r[19];
+  if (r[20] !== null) job.uniqueKey = r[20];
   return job;
 }
 
@@ -113,15 +129,34 @@ export class SqliteLeases implements LeaseStore {
     if (p.types.length === 0 || p.limit <= 0) return [];
     const db = this.db;
     const now = db.now();
-    const byQueue = p.queues !== null;
-    // one statement, atomic on its own: autocommit
-    const rows = db.read(() => db.stmt(byQueue ? CLAIM_BY_QUEUE_SQL : CLAIM_SQL, 'raw').all({
-      now, workerId: p.workerId, leaseMs: p.leaseMs, limit: p.limit, types: JSON.stringify(p.types),
-      ...(byQueue ? { queues: JSON.stringify(p.queues) } : {}),
-    }) as ClaimRow[]);
+    const flow = p.flow;
+    const limited = flow === undefined ? [] : p.types.filter((t) => flow[t] !== undefined);
+    // without limits one statement, atomic on its own: autocommit
+    const rows = flow === undefined || limited.length === 0
+      ? db.read(() => this.#claimDue(p, p.types, p.limit, now))
+      : db.write(() => this.#claimLimited(p, flow, limited, now));
     // RETURNING order is unspecified; hand jobs out in claim order (priority, run_at, id)
     rows.sort((a, b) => a[4] - b[4] || a[5] - b[5] || a[0] - b[0]);
     return rows.map((r) => claimedJob(r, p, now));
+  }
+
+  #claimDue(p: ClaimParams, types: readonly string[], limit: number, now: number): ClaimRow[] {
+    const byQueue = p.queues !== null;
+    return this.db.stmt(byQueue ? CLAIM_BY_QUEUE_SQL : CLAIM_SQL, 'raw').all({
+      now, workerId: p.workerId, leaseMs: p.leaseMs, limit, types: JSON.stringify(types),
+      ...(byQueue ? { queues: JSON.stringify(p.queues) } : {}),
+    }) as ClaimRow[];
+  }
+
+  /** The limited types' picks first, then the other types with the rest of the limit; call inside a write transaction. */
+  #claimLimited(p: ClaimParams, flow: Readonly<Record<string, TypeFlow>>, limited: readonly string[], now: number): ClaimRow[] {
+    const db = this.db;
+    const ids: number[] = [];
+    for (const type of limited) ids.push(...pickLimited(db, type, flow[type] as TypeFlow, p, now, p.limit - ids.length));
+    const rows = ids.length === 0 ? [] : (db.stmt(CLAIM_PICKED_SQL, 'raw').all({ now, workerId: p.workerId, leaseMs: p.leaseMs, ids: JSON.stringify(ids) }) as ClaimRow[]);
+    const unlimited = p.types.filter((t) => flow[t] === undefined);
+    if (unlimited.length > 0 && rows.length < p.limit) rows.push(...this.#claimDue(p, unlimited, p.limit - rows.length, now));
+    return rows;
   }
 
   async heartbeat(p: HeartbeatParams): Promise<HeartbeatResult> {

@@ -50,7 +50,9 @@ CREATE TABLE {p}jobs (
   updated_at      INTEGER NOT NULL,
   schedule_name   TEXT,
   slot_at         INTEGER,
-  trace_context   TEXT
+  trace_context   TEXT,
+  concurrency_key TEXT,
+  unique_key      TEXT
 ) STRICT;
 
 -- claims walk due rows in claim order; the partial index holds only due statuses
@@ -67,6 +69,10 @@ CREATE INDEX {p}jobs_finished_at_idx ON {p}jobs (finished_at) WHERE finished_at 
 
 -- one job per (schedule, slot), whatever the number of schedulers
 CREATE UNIQUE INDEX {p}jobs_schedule_slot_idx ON {p}jobs (schedule_name, slot_at) WHERE schedule_name IS NOT NULL;
+
+-- one job per unique key among waiting and running jobs; a finished job frees its key
+CREATE UNIQUE INDEX {p}jobs_unique_key_idx ON {p}jobs (unique_key)
+  WHERE unique_key IS NOT NULL AND status IN ('queued','failed','running');
 
 -- ids are never reused without AUTOINCREMENT, which rewrites its sqlite_sequence row on every
 -- insert: a new id is above both the largest id in the table and this floor, the largest id
@@ -181,6 +187,21 @@ CREATE TABLE {p}alert_states (
   since      INTEGER NOT NULL,
   value      REAL,
   updated_at INTEGER NOT NULL
+) STRICT;
+
+-- queue_states: one row per queue ever paused or resumed; claims leave out the paused ones
+CREATE TABLE {p}queue_states (
+  queue      TEXT    NOT NULL PRIMARY KEY,
+  paused     INTEGER NOT NULL,
+  paused_at  INTEGER,
+  updated_at INTEGER NOT NULL
+) STRICT;
+
+-- flow_buckets: the token buckets of rate-limited types, by core/flow.ts bucketName
+CREATE TABLE {p}flow_buckets (
+  name        TEXT    NOT NULL PRIMARY KEY,
+  tokens      REAL    NOT NULL,
+  refilled_at INTEGER NOT NULL
 ) STRICT;
 `,
   },

@@ -1,5 +1,5 @@
-/** What the queues hold on SQLite: counts per queue, type and status, and each queue's health. */
-import type { JobCount, QueueHealth, QueueStore } from '../../core/storage.js';
+/** What the queues hold on SQLite: counts per queue, type and status, each queue's health, and which are paused. */
+import type { JobCount, QueueHealth, QueueState, QueueStore } from '../../core/storage.js';
 import type { SqliteDb } from './db.js';
 
 const QUEUE_SQL = {
@@ -15,7 +15,30 @@ const QUEUE_SQL = {
       UNION ALL
       SELECT queue, 0, count(*), NULL FROM {p}jobs WHERE status = 'running' GROUP BY queue
     ) GROUP BY queue ORDER BY queue`,
+  // paused_at keeps the last pause when a queue is resumed
+  setPaused: `-- leasehold queues.setPaused: pause or resume one queue, cluster-wide
+    INSERT INTO {p}queue_states (queue, paused, paused_at, updated_at)
+    VALUES (@queue, @paused, CASE WHEN @paused THEN @now END, @now)
+    ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused,
+      paused_at = coalesce(excluded.paused_at, paused_at), updated_at = excluded.updated_at
+    RETURNING queue, paused, paused_at, updated_at`,
+  states: `-- leasehold queues.states: every queue ever paused or resumed, by name
+    SELECT queue, paused, paused_at, updated_at FROM {p}queue_states ORDER BY queue`,
 } as const;
+
+interface SqlQueueState {
+  queue: string;
+  paused: number;
+  paused_at: number | null;
+  updated_at: number;
+}
+
+const toQueueState = (r: SqlQueueState): QueueState => ({
+  queue: r.queue,
+  paused: r.paused === 1,
+  pausedAt: r.paused_at === null ? null : new Date(r.paused_at),
+  updatedAt: new Date(r.updated_at),
+});
 
 export class SqliteQueues implements QueueStore {
   constructor(private readonly db: SqliteDb) {}
@@ -30,5 +53,23 @@ export class SqliteQueues implements QueueStore {
     const now = this.db.now();
     const rows = this.db.read(() => this.db.stmt(QUEUE_SQL.health).all({ now }) as { queue: string; due: number; running: number; oldest: number | null }[]);
     return rows.map((r) => ({ queue: r.queue, due: r.due, running: r.running, oldestDueAgeMs: r.oldest === null ? null : now - r.oldest }));
+  }
+
+  async pause(p: { queue: string }): Promise<QueueState> {
+    return this.#set(p.queue, true);
+  }
+
+  async resume(p: { queue: string }): Promise<QueueState> {
+    return this.#set(p.queue, false);
+  }
+
+  async states(): Promise<QueueState[]> {
+    return this.db.read(() => this.db.stmt(QUEUE_SQL.states).all() as SqlQueueState[]).map(toQueueState);
+  }
+
+  /** One statement in autocommit; a worker polls, so a resumed queue is claimed at the next poll. */
+  #set(queue: string, paused: boolean): QueueState {
+    const now = this.db.now();
+    return toQueueState(this.db.read(() => this.db.stmt(QUEUE_SQL.setPaused).get({ queue, paused: paused ? 1 : 0, now }) as SqlQueueState));
   }
 }

@@ -36,6 +36,8 @@ export interface SqlJob {
   schedule_name?: string | null;
   slot_at?: number | null;
   trace_context?: string | null;
+  concurrency_key?: string | null;
+  unique_key?: string | null;
 }
 
 export interface SqlAttempt {
