@@ -32,7 +32,8 @@ for (const { kind, server, skip } of await dbTargets('process key limits')) {
       const sb = await Sandbox.create(kind, server);
       try {
         for (let i = 0; i < PER_TENANT; i++) {
-          await sb.client.enqueueMany(Array.from({ length: TENANTS }, (_, k) => ({ type: 'tenant-work', payload: { tenant: `t${k}`, sleepMs: 3, effectKey: `send:${k}:${i}` } })));
+          // the test's client has no job definitions: the key is given, not read from the payload
+          await sb.client.enqueueMany(Array.from({ length: TENANTS }, (_, k) => ({ type: 'tenant-work', payload: { tenant: `t${k}`, sleepMs: 3, effectKey: `send:${k}:${i}` }, options: { concurrencyKey: `t${k}` } })));
         }
         const workers: CliProcess[] = await Promise.all(Array.from({ length: 4 }, () => sb.worker(['--concurrency', '10', '--lease', '10s'])));
         let samples = 0;
