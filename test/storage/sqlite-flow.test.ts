@@ -82,6 +82,22 @@ describe('sqlite: flow control and unique keys', () => {
     await s.close();
   });
 
+  it("an operator's retry of a job whose unique key another job took meanwhile brings it back without the key", async () => {
+    const s = await open();
+    const unique = { key: 'report:7', mode: 'active' as const };
+    const [first] = await s.jobs.insert({ jobs: [job('report', { unique })] });
+    await s.jobs.cancel({ id: first!.job.id });
+    const [second] = await s.jobs.insert({ jobs: [job('report', { unique })] });
+    assert.equal(second?.outcome, 'created');
+    const retried = await s.jobs.retry({ id: first!.job.id });
+    assert.deepEqual([retried.applied, retried.job?.status, retried.job?.uniqueKey], [true, 'queued', undefined]);
+    assert.equal((await s.jobs.get({ id: second!.job.id }))?.uniqueKey, 'report:7', 'the holder keeps it');
+    await s.jobs.cancel({ id: second!.job.id });
+    const back = await s.jobs.retry({ id: second!.job.id });
+    assert.equal(back.job?.uniqueKey, 'report:7', 'a free key comes back with its job');
+    await s.close();
+  });
+
   it('a rate bucket refills with the database clock; buckets are stored by type, or by type and key', async () => {
     let now = Date.UTC(2030, 0, 1);
     const file = tempFile();

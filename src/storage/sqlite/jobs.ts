@@ -44,10 +44,13 @@ const JOB_SQL = {
     UPDATE {p}jobs SET unique_key = NULL WHERE id = ? AND status = 'running'`,
   get: `-- leasehold jobs.get: one job by id
     SELECT * FROM {p}jobs WHERE id = ?`,
+  // a unique key another job took meanwhile stays with that job: this one comes back without it
   retry: `-- leasehold jobs.retry: admin "retry now": back to queued, due now, attempts reset, lease and finish cleared
     UPDATE {p}jobs
     SET status = 'queued', run_at = @now, attempts = 0, locked_by = NULL, lease_token = NULL,
-        locked_until = NULL, finished_at = NULL, updated_at = @now
+        locked_until = NULL, finished_at = NULL, updated_at = @now,
+        unique_key = CASE WHEN EXISTS (SELECT 1 FROM {p}jobs h WHERE h.unique_key = {p}jobs.unique_key
+          AND h.status IN ('queued','failed','running') AND h.id <> {p}jobs.id) THEN NULL ELSE unique_key END
     WHERE id = @id AND status IN ('queued','failed','dead','cancelled')
     RETURNING *`,
   cancel: `-- leasehold jobs.cancel: admin cancel: queued/failed/running → cancelled, lease cleared
