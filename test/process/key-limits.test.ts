@@ -46,6 +46,8 @@ for (const { kind, server, skip } of await dbTargets('process key limits')) {
             for (const j of running) perKey.set(j.concurrencyKey ?? '', (perKey.get(j.concurrencyKey ?? '') ?? 0) + 1);
             worst = Math.max(worst, ...perKey.values(), 0);
             samples++;
+            // SQLite answers synchronously: give timers (the drain's wait, the test's timeout) a turn
+            await new Promise((r) => setImmediate(r));
           }
         })();
         await waitForSucceeded(sb, TOTAL, 200_000);
