@@ -56,7 +56,7 @@ export const CLAIM_COLS = `id, queue, type, payload, priority, run_at, attempts,
   finished_at, last_error_code, last_error, timeout_ms, max_runtime_ms, created_at, schedule_name, slot_at, trace_context,
   concurrency_key, unique_key`;
 
-/** A claim's filter leaving out paused queues: the tiny table is read once per statement, never locked by the claim's FOR UPDATE. */
+/** A claim's filter leaving out paused queues: a plain read of the tiny table, which the claim's FOR UPDATE does not lock. */
 export const notPaused = (t: Tables): string => `queue NOT IN (SELECT queue FROM ${t.queueStates} WHERE paused = 1)`;
 
 /** Claim order: priority, run_at (DATETIME texts sort as times), id (decimal texts: by length, then by text). */
