@@ -93,6 +93,22 @@ export function uniqueTests(h: ConformanceHarness): void {
       assert.equal(plain.job.uniqueKey, undefined);
     });
 
+    it('an operator retry of a job whose unique key another job now holds brings it back without the key', async () => {
+      const s = db.storage;
+      const [type, key] = [uniq('uretry'), uniq('key')];
+      const first = await one(s, withKey(type, key, 'active'));
+      const [c] = await s.leases.claim({ workerId: 'w', types: [type], queues: null, limit: 1, leaseMs: 60_000 });
+      assert.ok(c);
+      await finish(s, c, { status: 'dead', attempt: { outcome: 'failed' } });
+      const second = await one(s, withKey(type, key, 'active'));
+      assert.equal(second.outcome, 'created');
+      const r = await s.jobs.retry({ id: first.job.id });
+      assert.equal(r.applied, true);
+      assert.equal(r.job?.status, 'queued');
+      assert.equal(r.job?.uniqueKey, undefined, 'the retried job gave up the key the other holds');
+      assert.equal((await mustGet(s, second.job.id)).uniqueKey, key);
+    });
+
     for (const mode of ['active', 'debounce'] as const) {
       it(`race (${mode}): 8 connections inserting one key at once make one job`, async () => {
         const type = uniq(`urace-${mode}`);

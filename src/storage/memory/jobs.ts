@@ -92,6 +92,11 @@ export class MemoryJobs implements JobStore {
     const j = this.db.jobs.get(p.id);
     if (!j) return { job: null, applied: false };
     if (!RETRYABLE.includes(j.status)) return { job: jobOut(j), applied: false };
+    // another job took its unique key meanwhile: it comes back without it
+    if (j.uniqueKey !== undefined && !ACTIVE.includes(j.status)) {
+      const holder = this.#uniqueHolder(j.uniqueKey);
+      if (holder && holder !== j) delete j.uniqueKey;
+    }
     j.status = 'queued';
     j.runAt = now;
     j.attempts = 0;

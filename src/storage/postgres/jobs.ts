@@ -28,7 +28,11 @@ LIMIT $5::int`,
 WITH upd AS (
   UPDATE ${s}.jobs
   SET status = 'queued', run_at = ${NOW}, attempts = 0, locked_by = NULL, lease_token = NULL,
-      locked_until = NULL, finished_at = NULL, updated_at = ${NOW}
+      locked_until = NULL, finished_at = NULL, updated_at = ${NOW},
+      -- another job took its unique key meanwhile: it comes back without it
+      unique_key = CASE WHEN status IN ('dead','cancelled') AND EXISTS (
+        SELECT 1 FROM ${s}.jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id AND h.status IN ('queued','failed','running')
+      ) THEN NULL ELSE unique_key END
   WHERE id = $1::bigint AND status IN ('queued','failed','dead','cancelled')
   RETURNING *
 ), woke AS (
