@@ -42,7 +42,7 @@ describe('client enqueueMany', () => {
   test('an adapter handing out one object for two results still yields two results with their own created flag', async () => {
     const { storage } = stubStorage((jobs) => {
       const first = row('1', jobs[0] as NewJob);
-      return [{ job: first, created: true }, { job: row('2', jobs[1] as NewJob), created: true }, { job: first, created: false }];
+      return [{ job: first, created: true, outcome: 'created' }, { job: row('2', jobs[1] as NewJob), created: true, outcome: 'created' }, { job: first, created: false, outcome: 'existing' }];
     });
     const client = new Client({ storage });
     const res = await client.enqueueMany([
@@ -50,12 +50,12 @@ describe('client enqueueMany', () => {
       { type: 'a', payload: 2 },
       { type: 'a', payload: 3, options: { idempotencyKey: 'k' } },
     ]);
-    assert.deepEqual(res.map((r) => [r.id, r.created]), [['1', true], ['2', true], ['1', false]]);
+    assert.deepEqual(res.map((r) => [r.id, r.created, r.outcome]), [['1', true, 'created'], ['2', true, 'created'], ['1', false, 'existing']]);
     assert.notEqual(res[0], res[2]);
   });
 
   test('per-type defaults and schema transforms reach storage, item by item in order', async () => {
-    const { storage, calls } = stubStorage((jobs) => jobs.map((j, i) => ({ job: row(String(i + 1), j), created: true })));
+    const { storage, calls } = stubStorage((jobs) => jobs.map((j, i) => ({ job: row(String(i + 1), j), created: true, outcome: 'created' as const })));
     const typed = defineJob({ type: 'typed', queue: 'billing', priority: 3, maxAttempts: 2, timeoutMs: 50, maxRuntimeMs: 60, schema: z.object({ n: z.coerce.number() }), handler: () => {} });
     const plain = defineJob({ type: 'plain', handler: () => {} });
     const client = new Client({ storage, jobs: [typed, plain], defaults: { queue: 'q0', maxAttempts: 7 } });
