@@ -13,7 +13,7 @@ import { type Queryable, type Stmt, exec, run } from './db.js';
 import { CLAIM_COLS, NOW, type Row, type Tables, compareClaimOrder, notPaused, parseUtc, utcLiteral } from './sql.js';
 
 /** Which filters a candidate read carries (each variant is its own statement text). */
-interface CandidateShape {
+export interface CandidateShape {
   queues: boolean;
   keys: boolean;
   ids: boolean;
