@@ -4,9 +4,7 @@
  * connections (the storage belongs to the caller and stays open).
  */
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
-import type { ObserveEndpoints } from '../observe/server.js';
+import { type ObserveEndpoints, listen } from '../observe/server.js';
 import type { DashboardClient } from './app.js';
 import { createDashboard } from './app.js';
 
@@ -32,26 +30,7 @@ export interface RunningDashboard {
 
 export async function serveDashboard(opts: ServeDashboardOptions): Promise<RunningDashboard> {
   const host = opts.host ?? '127.0.0.1';
-  if (!Number.isInteger(opts.port) || opts.port < 0 || opts.port > 65535) throw new TypeError(`port must be 0-65535, got ${opts.port}`);
   const app = createDashboard({ client: opts.client, token: opts.token, basePath: opts.basePath, host, allowedOrigins: opts.allowedOrigins, observe: opts.observe });
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: opts.port, hostname: host }) as Server;
-    s.once('error', reject);
-    s.once('listening', () => {
-      s.off('error', reject);
-      resolve(s);
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  const shown = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
-  return {
-    url: `http://${shown}:${port}${opts.basePath && opts.basePath !== '/' ? opts.basePath.replace(/\/+$/, '') : ''}/`,
-    port,
-    server,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((e) => (e ? reject(e) : resolve()));
-        server.closeIdleConnections();
-      }),
-  };
+  const running = await listen(app.fetch, opts.port, host);
+  return { ...running, url: `${running.origin}${opts.basePath && opts.basePath !== '/' ? opts.basePath.replace(/\/+$/, '') : ''}/` };
 }

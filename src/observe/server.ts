@@ -73,22 +73,29 @@ export interface RunningObserve {
  * ```
  */
 export async function serveObserve(opts: ServeObserveOptions): Promise<RunningObserve> {
-  const host = opts.host ?? '127.0.0.1';
-  if (!Number.isInteger(opts.port) || opts.port < 0 || opts.port > 65535) throw new TypeError(`port must be 0-65535, got ${opts.port}`);
-  const app = createObserveApp(opts);
+  const running = await listen(createObserveApp(opts).fetch, opts.port, opts.host ?? '127.0.0.1');
+  return { ...running, url: `${running.origin}/` };
+}
+
+/**
+ * A fetch handler on its own Node HTTP server, resolved once listening (a port of 0 picks a free
+ * one); `close()` stops accepting and ends idle keep-alive connections.
+ */
+export async function listen(fetch: (req: Request) => Response | Promise<Response>, port: number, host: string): Promise<{ origin: string; port: number; server: Server; close(): Promise<void> }> {
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TypeError(`port must be 0-65535, got ${port}`);
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: opts.port, hostname: host }) as Server;
+    const s = serve({ fetch, port, hostname: host }) as Server;
     s.once('error', reject);
     s.once('listening', () => {
       s.off('error', reject);
       resolve(s);
     });
   });
-  const port = (server.address() as AddressInfo).port;
-  const shown = host.includes(':') ? `[${host}]` : host;
+  const bound = (server.address() as AddressInfo).port;
+  const shown = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   return {
-    url: `http://${shown}:${port}/`,
-    port,
+    origin: `http://${shown}:${bound}`,
+    port: bound,
     server,
     close: () =>
       new Promise<void>((resolve, reject) => {
