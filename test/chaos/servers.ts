@@ -7,12 +7,12 @@
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { pause } from '../process/support-checks.js';
+import { freePort } from '../support/net.js';
 
 const run = promisify(execFile);
 
@@ -59,16 +59,6 @@ export function missingBinaries(kind: ServerKind): string | null {
   return missing.length ? `MariaDB server binaries not found: ${missing.join(', ')}` : null;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** Poll `probe` until it resolves; fail after `timeoutMs`, or once `gone` names why it never will. */
 async function untilUp(what: string, dir: string, probe: () => Promise<void>, gone: () => string | null = () => null, timeoutMs = 60_000): Promise<void> {

@@ -4,8 +4,8 @@
  * stay); `--dry-run` counts per status and removes nothing; `--succeeded` / `--dead` set the ages.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { type CliDb, SEED_EFFECT, dbTargets, goneOf, openCliDb, seedRetention } from './support-dbs.js';
+import { describe, it } from 'node:test';
+import { type CliDb, SEED_EFFECT, dbTargets, goneOf, useRetentionDb } from './support-dbs.js';
 
 interface PruneJson {
   dryRun: boolean;
@@ -18,11 +18,7 @@ for (const target of await dbTargets('cli: leasehold prune')) {
   describe(`leasehold prune (${target.kind})`, { skip: target.skip }, () => {
     let db: CliDb;
     let ids: Record<string, string>;
-    before(async () => {
-      db = await openCliDb(target);
-      ids = await seedRetention(db);
-    });
-    after(() => db?.close());
+    useRetentionDb(target, (opened) => ({ db, ids } = opened));
 
     it('--dry-run reports per status what would go and removes nothing', async () => {
       const r = await db.run(['prune', '--dry-run']);

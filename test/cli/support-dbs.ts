@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
@@ -130,4 +131,14 @@ export async function goneOf(s: Storage, ids: Record<string, string>): Promise<s
   const gone: string[] = [];
   for (const [name, id] of Object.entries(ids)) if ((await s.jobs.get({ id })) === null) gone.push(name);
   return gone.sort();
+}
+
+/** A database with the retention seed for the enclosing describe block, opened before it (handed to `use`) and closed after. */
+export function useRetentionDb(target: DbTarget, use: (opened: { db: CliDb; ids: Record<string, string> }) => void): void {
+  let db: CliDb | undefined;
+  before(async () => {
+    db = await openCliDb(target);
+    use({ db, ids: await seedRetention(db) });
+  });
+  after(() => db?.close());
 }

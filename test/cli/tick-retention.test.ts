@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { type CliDb, SEED_EFFECT, dbTargets, goneOf, openCliDb, seedRetention } from './support-dbs.js';
+import { describe, it } from 'node:test';
+import { type CliDb, SEED_EFFECT, dbTargets, goneOf, useRetentionDb } from './support-dbs.js';
 import { FIXTURES, logLines } from './support.js';
 
 const TICK = ['tick', '--handlers', path.join(FIXTURES, 'handlers.ts'), '--max-seconds', '20', '--poll', '50ms'];
@@ -16,11 +16,7 @@ for (const target of await dbTargets('cli: leasehold tick prunes')) {
   describe(`leasehold tick prunes (${target.kind})`, { skip: target.skip }, () => {
     let db: CliDb;
     let ids: Record<string, string>;
-    before(async () => {
-      db = await openCliDb(target);
-      ids = await seedRetention(db);
-    });
-    after(() => db?.close());
+    useRetentionDb(target, (opened) => ({ db, ids } = opened));
 
     it('--no-prune: a tick leaves every job', async () => {
       const r = await db.run([...TICK, '--no-prune']);

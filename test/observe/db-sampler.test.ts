@@ -6,21 +6,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DbSampler, MIN_SAMPLE_INTERVAL_MS } from '../../src/observe/db-sampler.js';
-import type { StorageKind } from '../runtime/support.js';
-import { Harness, STORAGE_KINDS, describeEachKind } from '../runtime/support.js';
+import { STORAGE_KINDS, describeEachKind, withHarness } from '../runtime/support.js';
 import { countingSamples } from './support.js';
 
 const INTERVAL = 10_000;
 const TTL = 4 * INTERVAL;
 
-async function withHarness(kind: StorageKind, fn: (h: Harness) => Promise<void>): Promise<void> {
-  const h = await Harness.open(kind);
-  try {
-    await fn(h);
-  } finally {
-    await h.close();
-  }
-}
 
 await describeEachKind('database sampler', STORAGE_KINDS, (kind) => {
   test('reused within the interval, taken again after it; the other process waits a lock TTL, then takes over', () =>

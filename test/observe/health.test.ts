@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -22,6 +21,7 @@ import { TEST_URLS } from '../support/databases.js';
 import type { StorageKind } from '../runtime/support.js';
 import { STORAGE_KINDS, describeEachKind, openTestStorage } from '../runtime/support.js';
 import { dropMysqlTables, dropPostgresSchema } from '../runtime/support-storages.js';
+import { freePort } from '../support/net.js';
 
 /** A database of `kind` where leasehold never ran `migrate`. */
 function unmigrated(kind: StorageKind): { storage: Storage; cleanup: () => Promise<void> } {
@@ -50,14 +50,6 @@ async function getJson(url: string): Promise<{ status: number; body: { ok: boole
   return { status: res.status, body: (await res.json()) as { ok: boolean; reason?: string } };
 }
 
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address() as net.AddressInfo;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 await describeEachKind('health', STORAGE_KINDS, (kind) => {
   test('a migrated database: /healthz and /readyz answer 200 over HTTP', async () => {
@@ -119,7 +111,7 @@ describe('health: what makes it fail', () => {
   });
 
   test('PostgreSQL and MySQL servers that are not there: 503, unreachable', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     for (const storage of [postgresStorage({ connectionString: `postgres://postgres@127.0.0.1:${port}/test`, connectTimeoutMs: 2_000 }), mysqlStorage({ uri: `mysql://root@127.0.0.1:${port}/test` })]) {
       const health = createHealth({ storage, timeoutMs: 10_000 });
       const r = await health.readyz();

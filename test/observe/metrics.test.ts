@@ -11,20 +11,11 @@ import { Counter, Registry } from 'prom-client';
 import { defineJob } from '../../src/runtime/job-definition.js';
 import { createMetrics } from '../../src/observe/metrics.js';
 import type { Metrics } from '../../src/observe/metrics.js';
-import type { StorageKind } from '../runtime/support.js';
-import { Harness, STORAGE_KINDS, deferred, describeEachKind, waitFor } from '../runtime/support.js';
+import { STORAGE_KINDS, deferred, describeEachKind, waitFor, withHarness } from '../runtime/support.js';
 import { countingSamples, seriesOf, valueOf } from './support.js';
 
 const HOUR_MS = 3_600_000;
 
-async function withHarness(kind: StorageKind, fn: (h: Harness) => Promise<void>): Promise<void> {
-  const h = await Harness.open(kind);
-  try {
-    await fn(h);
-  } finally {
-    await h.close();
-  }
-}
 
 const scrape = (m: Metrics) => m.registry.metrics();
 

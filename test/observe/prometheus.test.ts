@@ -12,7 +12,6 @@ import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -23,6 +22,7 @@ import { dropPostgresSchema } from '../runtime/support-storages.js';
 import { waitFor } from '../runtime/support.js';
 import { TEST_URLS, serverFor } from '../support/databases.js';
 import { dashboardQueries } from './support.js';
+import { freePort } from '../support/net.js';
 
 const PROMETHEUS = process.env.LEASEHOLD_PROMETHEUS ?? '/usr/bin/prometheus';
 const HANDLERS = path.join(ROOT, 'test/cli/fixtures/handlers.ts');
@@ -38,13 +38,6 @@ function skipReason(): string | null {
   return line;
 }
 
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address() as net.AddressInfo;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 /** Prometheus on a temp config scraping `target` every second; its API at `api`. */
 async function startPrometheus(dir: string, target: string): Promise<{ child: ChildProcess; api: string; log: () => string }> {

@@ -6,7 +6,7 @@
  * retries a failing receiver and gives up on one that refuses.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { AlertNotification, AlertRule } from '../../src/core/index.js';
 import { ALERT_WEBHOOK_TYPE, ValidationError } from '../../src/core/index.js';
 import type { Storage } from '../../src/core/storage.js';
@@ -16,20 +16,13 @@ import { Client } from '../../src/runtime/client.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
 import { Worker } from '../../src/runtime/worker.js';
 import { memoryStorage } from '../../src/storage/memory/index.js';
-import { Receiver, withTransition } from './alerts-support.js';
-import { Harness, LogCapture, STORAGE_KINDS, deferred, describeEachKind, overriding, waitFor } from './support.js';
+import { Receiver, useAlertHarness, withTransition } from './alerts-support.js';
+import { type Harness, LogCapture, STORAGE_KINDS, deferred, describeEachKind, overriding, waitFor } from './support.js';
 
 await describeEachKind('the alert evaluator', STORAGE_KINDS, (kind) => {
   let h: Harness;
   let receiver: Receiver;
-  before(async () => {
-    h = await Harness.open(kind);
-    receiver = await Receiver.start();
-  });
-  after(async () => {
-    await h.close();
-    await receiver.close();
-  });
+  useAlertHarness(kind, (opened) => ({ h, receiver } = opened));
 
   const evaluator = (storage: Storage, rules: AlertRule[], heard: AlertNotification[] = [], webhooks = [receiver.url]) =>
     new AlertEvaluator({ storage, rules, webhooks, onAlert: (n) => void heard.push(n), logger: h.log.logger });

@@ -7,7 +7,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AlertNotification } from '../../src/core/index.js';
 import type { AlertTransition, Storage } from '../../src/core/storage.js';
-import type { LogCapture } from './support.js';
+import { after, before } from 'node:test';
+import { Harness, type LogCapture, type StorageKind } from './support.js';
 
 /** A webhook receiver on 127.0.0.1, port 0; `status` decides each answer (default 200). */
 export class Receiver {
@@ -72,5 +73,18 @@ export function withTransition(storage: Storage, wrap: (p: AlertTransition, land
       const v = Reflect.get(target, prop, receiver) as unknown;
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
+  });
+}
+
+/** A harness on `kind` and a receiver for the enclosing describe block, opened before it (handed to `use`) and closed after. */
+export function useAlertHarness(kind: StorageKind, use: (opened: { h: Harness; receiver: Receiver }) => void): void {
+  let opened: { h: Harness; receiver: Receiver } | undefined;
+  before(async () => {
+    opened = { h: await Harness.open(kind), receiver: await Receiver.start() };
+    use(opened);
+  });
+  after(async () => {
+    await opened?.h.close();
+    await opened?.receiver.close();
   });
 }

@@ -5,24 +5,17 @@
  * evaluates; the webhook deliveries are jobs, in the history like any other.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { ALERT_WEBHOOK_TYPE } from '../../src/core/index.js';
 import type { AlertOptions } from '../../src/runtime/alert-evaluator.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
-import { Receiver, evaluators, rounds } from './alerts-support.js';
-import { Harness, STORAGE_KINDS, describeEachKind, waitFor } from './support.js';
+import { type Receiver, evaluators, rounds, useAlertHarness } from './alerts-support.js';
+import { type Harness, STORAGE_KINDS, describeEachKind, waitFor } from './support.js';
 
 await describeEachKind('alerts across two workers', STORAGE_KINDS, (kind) => {
   let h: Harness;
   let receiver: Receiver;
-  before(async () => {
-    h = await Harness.open(kind);
-    receiver = await Receiver.start();
-  });
-  after(async () => {
-    await h.close();
-    await receiver.close();
-  });
+  useAlertHarness(kind, (opened) => ({ h, receiver } = opened));
 
   /** Two workers with these jobs and alerts, the second on a connection of its own. */
   async function twoWorkers(jobs: Parameters<Harness['worker']>[0], alerts: AlertOptions) {

@@ -143,8 +143,8 @@ async function openRaw(kind: StorageKind, poolSize: number): Promise<TestStorage
 }
 
 /** Drop a test's schema and all it holds. */
-export async function dropPostgresSchema(schema: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: TEST_URLS.postgres });
+export async function dropPostgresSchema(schema: string, url: string = TEST_URLS.postgres): Promise<void> {
+  const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   try {
     await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);

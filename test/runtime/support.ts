@@ -235,3 +235,13 @@ export function onFirstReserve(storage: Storage, then: (p: EffectParams) => Prom
   if (!storage.effects.reserveMany) return one;
   return overriding(one, 'effects', 'reserveMany', (many) => async (p) => hook(p.items[0]!, await many!(p)));
 }
+
+/** Run `fn` with a harness on `kind`, closed afterwards whatever happens. */
+export async function withHarness(kind: StorageKind, fn: (h: Harness) => Promise<void>): Promise<void> {
+  const h = await Harness.open(kind);
+  try {
+    await fn(h);
+  } finally {
+    await h.close();
+  }
+}

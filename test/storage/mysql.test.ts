@@ -5,8 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
-import type { Storage } from '../../src/core/storage.js';
 import { mysqlStorage } from '../../src/storage/mysql/index.js';
+import { harnessDb } from '../conformance/harness.js';
 import { runStorageConformance } from '../conformance/index.js';
 import { serverFor } from '../support/databases.js';
 
@@ -31,19 +31,9 @@ if (url !== null) {
         await admin.end();
       }
       const uri = withDatabase(url, db);
-      const storage = mysqlStorage({ uri, poolSize: 4 });
-      await storage.migrate();
-      const others: Storage[] = [];
-      return {
-        storage,
-        connectAnother: async () => {
-          const s = mysqlStorage({ uri, poolSize: 4 });
-          others.push(s);
-          return s;
-        },
-        cleanup: async () => {
-          for (const s of others) await s.close();
-          await storage.close();
+      return harnessDb(
+        () => mysqlStorage({ uri, poolSize: 4 }),
+        async () => {
           const c = await mysql.createConnection(url);
           try {
             await c.query(`DROP DATABASE IF EXISTS \`${db}\``);
@@ -51,7 +41,7 @@ if (url !== null) {
             await c.end();
           }
         },
-      };
+      );
     },
   });
 }

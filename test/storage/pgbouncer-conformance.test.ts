@@ -5,9 +5,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { after } from 'node:test';
-import pg from 'pg';
-import type { Storage } from '../../src/core/storage.js';
 import { postgresStorage } from '../../src/storage/postgres/index.js';
+import { harnessDb } from '../conformance/harness.js';
+import { dropPostgresSchema } from '../runtime/support-storages.js';
 import { runStorageConformance } from '../conformance/index.js';
 import { serverFor } from '../support/databases.js';
 import { pgbouncerMissing, startPgbouncer } from './pgbouncer-support.js';
@@ -24,29 +24,7 @@ if (direct !== null) {
     create: async () => {
       const { url } = await (bouncer ??= startPgbouncer(direct));
       const schema = `lh_t_${randomBytes(6).toString('hex')}`;
-      const open = () => postgresStorage({ connectionString: url, schema, poolSize: 4, pgbouncer: 'transaction' });
-      const storage = open();
-      await storage.migrate();
-      const others: Storage[] = [];
-      return {
-        storage,
-        connectAnother: async () => {
-          const s = open();
-          others.push(s);
-          return s;
-        },
-        cleanup: async () => {
-          for (const s of others) await s.close();
-          await storage.close();
-          const admin = new pg.Client({ connectionString: direct });
-          await admin.connect();
-          try {
-            await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-          } finally {
-            await admin.end();
-          }
-        },
-      };
+      return harnessDb(() => postgresStorage({ connectionString: url, schema, poolSize: 4, pgbouncer: 'transaction' }), () => dropPostgresSchema(schema, direct));
     },
   });
 }

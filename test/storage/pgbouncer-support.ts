@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { isRequired } from '../support/databases.js';
+import { freePort } from '../support/net.js';
 
 export const PGBOUNCER = process.env.LEASEHOLD_PGBOUNCER ?? '/usr/sbin/pgbouncer';
 
@@ -38,16 +39,6 @@ export interface RunningPgbouncer {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {

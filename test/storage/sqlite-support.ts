@@ -7,9 +7,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after } from 'node:test';
-import type { NewJob, Storage } from '../../src/core/storage.js';
+import type { NewJob } from '../../src/core/storage.js';
 import type { SqliteDriverName } from '../../src/storage/sqlite/index.js';
 import { sqliteStorage } from '../../src/storage/sqlite/index.js';
+import { harnessDb } from '../conformance/harness.js';
 import type { ConformanceHarness } from '../conformance/index.js';
 
 export function job(type: string, over: Partial<NewJob> = {}): NewJob {
@@ -76,23 +77,7 @@ export function sqliteConformance(name: string, driver?: SqliteDriverName): Conf
     create: async () => {
       const dir = mkdtempSync(path.join(tmpdir(), 'leasehold-sqlite-conf-'));
       const file = path.join(dir, 'jobs.db');
-      const open = () => sqliteStorage({ path: file, ...(driver ? { driver } : {}) });
-      const storage = open();
-      await storage.migrate();
-      const others: Storage[] = [];
-      return {
-        storage,
-        connectAnother: async () => {
-          const s = open();
-          others.push(s);
-          return s;
-        },
-        cleanup: async () => {
-          for (const s of others) await s.close();
-          await storage.close();
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
+      return harnessDb(() => sqliteStorage({ path: file, ...(driver ? { driver } : {}) }), async () => rmSync(dir, { recursive: true, force: true }));
     },
   };
 }
