@@ -87,7 +87,8 @@ describe('client enqueueMany', () => {
     const res = await client.enqueueMany([{ type: 'm', payload: { a: 1 } }, { type: 'm', payload: { a: 2 } }]);
     for (const r of res) {
       assert.equal(r.created, true);
-      const { created: _created, ...stored } = r;
+      assert.equal(r.outcome, 'created');
+      const { created: _created, outcome: _outcome, ...stored } = r;
       assert.deepEqual(await storage.jobs.get({ id: r.id }), stored);
     }
     await storage.close();
