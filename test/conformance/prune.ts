@@ -4,6 +4,9 @@ import { describe, it } from 'node:test';
 import type { ConformanceHarness } from './index.js';
 import { finish, insertAndClaim, newJob, sleep, uniq, useDb } from './helpers.js';
 
+/** between the old finished jobs and the recent one: a retention of half of it, counted from the recent job's finish, splits them */
+const GAP_MS = 1_200;
+
 export function pruneTests(h: ConformanceHarness): void {
   describe('diagnostics.prunable', () => {
     const db = useDb(h);
@@ -20,11 +23,14 @@ export function pruneTests(h: ConformanceHarness): void {
       await finish(s, failed, { status: 'failed', runAfterMs: 60_000, attempt: { outcome: 'failed' } });
       const running = await insertAndClaim(s);
       const [queued] = await s.jobs.insert({ jobs: [newJob(uniq('queued'), { runAfterMs: 60_000 })] });
-      await sleep(150);
+      await sleep(GAP_MS);
       const recent = await insertAndClaim(s);
       await finish(s, recent);
+      const recentAt = (await s.jobs.get({ id: recent.id }))!.finishedAt!.getTime();
+      // a retention that splits the two groups as of the database's now, however long the test took to get here
+      const split = async () => (await s.now()).getTime() - recentAt + GAP_MS / 2;
 
-      const ask = (statuses: ('succeeded' | 'dead' | 'cancelled' | 'failed' | 'queued' | 'running')[], olderThanMs = 100) => s.diagnostics.prunable({ statuses, olderThanMs });
+      const ask = async (statuses: ('succeeded' | 'dead' | 'cancelled' | 'failed' | 'queued' | 'running')[], olderThanMs?: number) => s.diagnostics.prunable({ statuses, olderThanMs: olderThanMs ?? (await split()) });
       assert.equal(await ask(['succeeded']), 3, 'the recent succeeded job is not past retention');
       assert.equal(await ask(['dead', 'cancelled']), 3);
       assert.equal(await ask(['failed', 'queued', 'running']), 0, 'only finished jobs have a finish time');
@@ -34,9 +40,9 @@ export function pruneTests(h: ConformanceHarness): void {
         assert.ok(await s.jobs.get({ id }), `job ${id} is still there after counting`);
       }
 
-      assert.equal(await s.jobs.prune({ statuses: ['succeeded'], olderThanMs: 100, limit: 2 }), 2);
+      assert.equal(await s.jobs.prune({ statuses: ['succeeded'], olderThanMs: await split(), limit: 2 }), 2);
       assert.equal(await ask(['succeeded']), 1, 'what the limited prune left');
-      assert.equal(await s.jobs.prune({ statuses: ['succeeded', 'dead', 'cancelled'], olderThanMs: 100, limit: 100 }), 1 + 3);
+      assert.equal(await s.jobs.prune({ statuses: ['succeeded', 'dead', 'cancelled'], olderThanMs: await split(), limit: 100 }), 1 + 3);
       assert.equal(await ask(['succeeded', 'dead', 'cancelled']), 0);
       assert.ok(await s.jobs.get({ id: recent.id }));
     });
