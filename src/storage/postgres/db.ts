@@ -95,18 +95,25 @@ export async function transaction<T>(pool: pg.Pool, what: string, fn: (c: pg.Poo
     throw classifyPgError(e, what);
   }
   let broken = false;
+  // a connection that dies between two statements of ours emits 'error' on the client: heard
+  // here (the next statement then fails and the client is discarded), never an unhandled crash
+  const lost = () => {
+    broken = true;
+  };
+  client.on('error', lost);
   try {
     await client.query(begin);
     const out = await fn(client);
     await client.query('COMMIT');
     return out;
   } catch (e) {
-    broken = isTransientPgError(e);
+    broken ||= isTransientPgError(e);
     await client.query('ROLLBACK').catch(() => {
       broken = true;
     });
     throw classifyPgError(e, what);
   } finally {
+    client.off('error', lost);
     client.release(broken);
   }
 }
