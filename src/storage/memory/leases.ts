@@ -5,8 +5,9 @@
 import { LeaseholdError } from '../../core/errors.js';
 import type { JobStatus } from '../../core/status.js';
 import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore } from '../../core/storage.js';
-import { type TypeFlow, bucketName, flowPlan, runFlowPlan } from '../../core/flow.js';
+import type { TypeFlow } from '../../core/flow.js';
 import { jobOut, newToken, type MemoryDb, type StoredJob } from './db.js';
+import { flowPick } from './flow.js';
 
 const DUE: readonly JobStatus[] = ['queued', 'failed'];
 const FINISHED: readonly JobStatus[] = ['succeeded', 'dead', 'cancelled'];
@@ -26,7 +27,7 @@ export class MemoryLeases implements LeaseStore {
     const flow = p.flow ?? {};
     const limited = p.types.filter((t) => flow[t] !== undefined);
     const picked: StoredJob[] = [];
-    for (const type of limited) picked.push(...this.#flowPick(type, flow[type] as TypeFlow, dueOf([type]), now.getTime(), Math.max(0, p.limit) - picked.length));
+    for (const type of limited) picked.push(...flowPick(this.db, type, flow[type] as TypeFlow, dueOf([type]), now.getTime(), Math.max(0, p.limit) - picked.length));
     const due = [...picked, ...dueOf(p.types.filter((t) => flow[t] === undefined)).slice(0, Math.max(0, p.limit - picked.length))];
     return due.map((j) => {
       const token = newToken();
@@ -57,28 +58,6 @@ export class MemoryLeases implements LeaseStore {
       });
       return jobOut(j) as ClaimedJob;
     });
-  }
-
-  /** The jobs of one limited type its flow plan picks; the buckets it used are written back. */
-  #flowPick(type: string, flow: TypeFlow, due: StoredJob[], nowMs: number, limit: number): StoredJob[] {
-    if (limit <= 0) return [];
-    const runningByKey = new Map<string, number>();
-    let running = 0;
-    for (const j of this.db.jobs.values()) {
-      if (j.type !== type || j.status !== 'running') continue;
-      running++;
-      if (j.concurrencyKey !== undefined) runningByKey.set(j.concurrencyKey, (runningByKey.get(j.concurrencyKey) ?? 0) + 1);
-    }
-    const rate = flow.rate;
-    const pick = runFlowPlan(flowPlan(type, flow, { running, runningByKey, typeBucket: this.db.buckets.get(type) }, nowMs, limit), (q) =>
-      due
-        .filter((j) => !q.excludeIds.includes(j.id) && (j.concurrencyKey === undefined || !q.excludeKeys.includes(j.concurrencyKey)))
-        .slice(0, q.window)
-        .map((j) => ({ id: j.id, key: j.concurrencyKey ?? null, bucket: rate?.perKey ? this.db.buckets.get(bucketName(type, j.concurrencyKey ?? null, rate)) : undefined })),
-    );
-    for (const [name, b] of pick.buckets) this.db.buckets.set(name, b);
-    const ids = new Set(pick.ids);
-    return due.filter((j) => ids.has(j.id));
   }
 
   /** Extends every lease still held under its token; reports the others as lost. */
