@@ -117,6 +117,19 @@ export function* flowPlan(type: string, flow: TypeFlow, state: FlowState, nowMs:
   return { ids, buckets };
 }
 
+/** A claim's types split: those with limits (each with its limits, claimed first, one plan each) and the rest. */
+export function splitByFlow(types: readonly string[], flow: Readonly<Record<string, TypeFlow>> | undefined): { limited: [string, TypeFlow][]; free: string[] } {
+  if (!flow) return { limited: [], free: [...types] };
+  const limited: [string, TypeFlow][] = [];
+  const free: string[] = [];
+  for (const t of types) {
+    const f = flow[t];
+    if (f) limited.push([t, f]);
+    else free.push(t);
+  }
+  return { limited, free };
+}
+
 /** Runs the plan with a synchronous read. */
 export function runFlowPlan(plan: Generator<CandidateQuery, FlowPick, FlowCandidate[]>, read: (q: CandidateQuery) => FlowCandidate[]): FlowPick {
   let step = plan.next();

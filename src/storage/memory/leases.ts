@@ -5,7 +5,7 @@
 import { LeaseholdError } from '../../core/errors.js';
 import type { JobStatus } from '../../core/status.js';
 import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore } from '../../core/storage.js';
-import type { TypeFlow } from '../../core/flow.js';
+import { splitByFlow } from '../../core/flow.js';
 import { jobOut, newToken, type MemoryDb, type StoredJob } from './db.js';
 import { flowPick } from './flow.js';
 
@@ -24,11 +24,10 @@ export class MemoryLeases implements LeaseStore {
       [...this.db.jobs.values()]
         .filter((j) => DUE.includes(j.status) && j.runAt.getTime() <= now.getTime() && types.includes(j.type) && (p.queues === null || p.queues.includes(j.queue)) && !paused.has(j.queue))
         .sort(byOrder);
-    const flow = p.flow ?? {};
-    const limited = p.types.filter((t) => flow[t] !== undefined);
+    const { limited, free } = splitByFlow(p.types, p.flow);
     const picked: StoredJob[] = [];
-    for (const type of limited) picked.push(...flowPick(this.db, type, flow[type] as TypeFlow, dueOf([type]), now.getTime(), Math.max(0, p.limit) - picked.length));
-    const due = [...picked, ...dueOf(p.types.filter((t) => flow[t] === undefined)).slice(0, Math.max(0, p.limit - picked.length))];
+    for (const [type, flow] of limited) picked.push(...flowPick(this.db, type, flow, dueOf([type]), now.getTime(), Math.max(0, p.limit) - picked.length));
+    const due = [...picked, ...dueOf(free).slice(0, Math.max(0, p.limit - picked.length))];
     return due.map((j) => {
       const token = newToken();
       j.status = 'running';

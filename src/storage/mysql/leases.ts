@@ -13,7 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { JobStatus } from '../../core/status.js';
-import type { TypeFlow } from '../../core/flow.js';
+import { type TypeFlow, splitByFlow } from '../../core/flow.js';
 import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore } from '../../core/storage.js';
 import { type Db, type Queryable, type ResultHeader, type Stmt, exec, run, runLast } from './db.js';
 import { CLAIM_COLS, NOW, type Row, type Tables, compareClaimOrder, idParam, micros, notPaused, parseUtc, sharedSql, toJobRow } from './sql.js';
@@ -85,18 +85,16 @@ export class MysqlLeases extends SqlAggregate<Db, LeasesSql> implements LeaseSto
   /** Without limited types, one transaction; else each limited type in one of its own (flow.ts), then the others with what is left of `limit`. */
   claim(p: ClaimParams): Promise<ClaimedJob[]> {
     if (p.limit <= 0 || p.types.length === 0 || (p.queues !== null && p.queues.length === 0)) return Promise.resolve([]);
-    const flow = p.flow;
-    const limited = flow === undefined ? [] : p.types.filter((t) => flow[t] !== undefined);
-    return limited.length === 0 ? this.#claimDue(p, p.types, p.limit) : this.#claimWithFlow(p, flow!, limited);
+    const { limited, free } = splitByFlow(p.types, p.flow);
+    return limited.length === 0 ? this.#claimDue(p, p.types, p.limit) : this.#claimWithFlow(p, limited, free);
   }
 
-  async #claimWithFlow(p: ClaimParams, flow: Readonly<Record<string, TypeFlow>>, limited: readonly string[]): Promise<ClaimedJob[]> {
+  async #claimWithFlow(p: ClaimParams, limited: readonly [string, TypeFlow][], free: readonly string[]): Promise<ClaimedJob[]> {
     const out: ClaimedJob[] = [];
-    for (const type of limited) {
+    for (const [type, flow] of limited) {
       if (out.length >= p.limit) break;
-      out.push(...(await this.#claimLimited(p, type, flow[type]!, p.limit - out.length)));
+      out.push(...(await this.#claimLimited(p, type, flow, p.limit - out.length)));
     }
-    const free = p.types.filter((t) => flow[t] === undefined);
     if (free.length > 0 && out.length < p.limit) out.push(...(await this.#claimDue(p, free, p.limit - out.length)));
     return out;
   }

@@ -8,7 +8,7 @@
  * it ends; the finish writes its history row.
  */
 import { randomBytes } from 'node:crypto';
-import type { TypeFlow } from '../../core/flow.js';
+import { splitByFlow } from '../../core/flow.js';
 import type { JobStatus } from '../../core/status.js';
 import type {
   ClaimedJob, ClaimParams, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseRef, LeaseStore,
@@ -185,16 +185,14 @@ export class PostgresLeases extends SqlAggregate<Db, ReturnType<typeof leasesSql
     if (p.limit <= 0 || p.types.length === 0) return [];
     // a fresh base per claim, 128 random bits: a token is unique per attempt, as the id differs within a claim
     const base = randomBytes(16).toString('base64url');
-    const flow = p.flow;
-    const limited = flow ? p.types.filter((t) => flow[t] !== undefined) : [];
-    if (!flow || limited.length === 0) return this.claimFree(p, p.types, p.limit, base);
+    const { limited, free } = splitByFlow(p.types, p.flow);
+    if (limited.length === 0) return this.claimFree(p, p.types, p.limit, base);
     const rows: unknown[][] = [];
-    for (const type of limited) {
+    for (const [type, flow] of limited) {
       if (rows.length >= p.limit) break;
-      rows.push(...(await this.flow.claim(type, flow[type] as TypeFlow, p, p.limit - rows.length, base)));
+      rows.push(...(await this.flow.claim(type, flow, p, p.limit - rows.length, base)));
     }
     const claimed = rows.map((r) => toClaimedJob(r, p.workerId, base));
-    const free = p.types.filter((t) => flow[t] === undefined);
     if (free.length === 0 || claimed.length >= p.limit) return claimed;
     return [...claimed, ...(await this.claimFree(p, free, p.limit - claimed.length, base))];
   }

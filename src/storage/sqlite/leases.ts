@@ -12,7 +12,7 @@ import type { JobStatus } from '../../core/status.js';
 import type {
   ClaimedJob, ClaimParams, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore,
 } from '../../core/storage.js';
-import type { TypeFlow } from '../../core/flow.js';
+import { type TypeFlow, splitByFlow } from '../../core/flow.js';
 import { ATTEMPT_SQL } from './attempts.js';
 import { refuseTx } from './db.js';
 import { NOT_PAUSED, pickLimited } from './flow.js';
@@ -129,12 +129,11 @@ export class SqliteLeases implements LeaseStore {
     if (p.types.length === 0 || p.limit <= 0) return [];
     const db = this.db;
     const now = db.now();
-    const flow = p.flow;
-    const limited = flow === undefined ? [] : p.types.filter((t) => flow[t] !== undefined);
+    const { limited, free } = splitByFlow(p.types, p.flow);
     // without limits one statement, atomic on its own: autocommit
-    const rows = flow === undefined || limited.length === 0
+    const rows = limited.length === 0
       ? db.read(() => this.#claimDue(p, p.types, p.limit, now))
-      : db.write(() => this.#claimLimited(p, flow, limited, now));
+      : db.write(() => this.#claimLimited(p, limited, free, now));
     // RETURNING order is unspecified; hand jobs out in claim order (priority, run_at, id)
     rows.sort((a, b) => a[4] - b[4] || a[5] - b[5] || a[0] - b[0]);
     return rows.map((r) => claimedJob(r, p, now));
@@ -149,13 +148,12 @@ export class SqliteLeases implements LeaseStore {
   }
 
   /** The limited types' picks first, then the other types with the rest of the limit; call inside a write transaction. */
-  #claimLimited(p: ClaimParams, flow: Readonly<Record<string, TypeFlow>>, limited: readonly string[], now: number): ClaimRow[] {
+  #claimLimited(p: ClaimParams, limited: readonly [string, TypeFlow][], free: readonly string[], now: number): ClaimRow[] {
     const db = this.db;
     const ids: number[] = [];
-    for (const type of limited) ids.push(...pickLimited(db, type, flow[type] as TypeFlow, p, now, p.limit - ids.length));
+    for (const [type, flow] of limited) ids.push(...pickLimited(db, type, flow, p, now, p.limit - ids.length));
     const rows = ids.length === 0 ? [] : (db.stmt(CLAIM_PICKED_SQL, 'raw').all({ now, workerId: p.workerId, leaseMs: p.leaseMs, ids: JSON.stringify(ids) }) as ClaimRow[]);
-    const unlimited = p.types.filter((t) => flow[t] === undefined);
-    if (unlimited.length > 0 && rows.length < p.limit) rows.push(...this.#claimDue(p, unlimited, p.limit - rows.length, now));
+    if (free.length > 0 && rows.length < p.limit) rows.push(...this.#claimDue(p, free, p.limit - rows.length, now));
     return rows;
   }
 
