@@ -14,8 +14,10 @@ import { VERSION } from './version.js';
 const SYSTEM = 'leasehold';
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
+// a proxy that finds the app's provider when a span starts, so one made at load serves a provider registered later
+let cached: Tracer | undefined;
 function tracer(): Tracer {
-  return trace.getTracer('leasehold', VERSION);
+  return (cached ??= trace.getTracer('leasehold', VERSION));
 }
 
 /** The W3C traceparent of a span context. */
