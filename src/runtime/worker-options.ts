@@ -2,7 +2,7 @@
  * What a Worker is given (its options, with their defaults) and what its stop() and drain()
  * report. The Worker itself is in worker.ts.
  */
-import type { ScheduleInput } from '../core/index.js';
+import type { QueueFlow, ScheduleInput } from '../core/index.js';
 import type { Storage } from '../core/storage.js';
 import type { AlertOptions } from './alert-evaluator.js';
 import type { Logger } from './env.js';
@@ -22,6 +22,12 @@ export interface WorkerOptions {
   bufferSize?: number;
   /** only these queues (default: all) */
   queues?: readonly string[] | null;
+  /**
+   * limits per queue, kept by every claim across the cluster over the queue's jobs of every type,
+   * e.g. `{ emails: { maxRunning: 5, rate: { limit: 100, periodMs: 1_000 } } }`; a job whose type
+   * has limits too must fit both. Give every worker that takes from the queue the same limits
+   */
+  queueLimits?: Readonly<Record<string, QueueFlow>>;
   /** lease length; renewed every third of it (default 30 s) */
   leaseMs?: number;
   /** how often an idle worker looks for due jobs (default 1 s); enqueues in this process wake it at once */

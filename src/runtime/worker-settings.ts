@@ -3,7 +3,7 @@
  * constructor, before anything is registered or started; the sweeper's settings follow the
  * lease length. The options themselves are described in worker-options.ts.
  */
-import { DEFAULT_LEASE_MS, ValidationError, sweepInterval } from '../core/index.js';
+import { DEFAULT_LEASE_MS, type QueueFlow, ValidationError, sweepInterval, validateQueueFlows } from '../core/index.js';
 import type { SweeperOptions } from './sweeper.js';
 import type { WorkerOptions } from './worker-options.js';
 
@@ -12,6 +12,8 @@ export interface WorkerSettings {
   /** the bufferSize option, or null for the automatic, time-based size */
   fixedBuffer: number | null;
   queues: readonly string[] | null;
+  /** the queueLimits option checked, queues without a limit left out; undefined when none is limited */
+  queueFlow: Record<string, QueueFlow> | undefined;
   leaseMs: number;
   pollMs: number;
   random: () => number;
@@ -23,6 +25,7 @@ export function workerSettings(opts: WorkerOptions): WorkerSettings {
     concurrency: positiveInt('concurrency', opts.concurrency ?? 10),
     fixedBuffer: opts.bufferSize === undefined ? null : positiveInt('bufferSize', opts.bufferSize, 0),
     queues: opts.queues ?? null,
+    queueFlow: validateQueueFlows(opts.queueLimits),
     leaseMs: positiveInt('leaseMs', opts.leaseMs ?? DEFAULT_LEASE_MS, 20),
     pollMs: positiveInt('pollIntervalMs', opts.pollIntervalMs ?? 1_000, 1),
     random: opts.random ?? Math.random,

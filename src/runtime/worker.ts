@@ -5,7 +5,7 @@
  * one thing. Every lease it holds is one object from claim to the attempt's end
  * (worker-leases.ts), so a renewal's answer or a cancel reaches the job wherever it is.
  */
-import { AbortReason as Reason, type TypeFlow, ValidationError } from '../core/index.js';
+import { AbortReason as Reason, type QueueFlow, type TypeFlow, ValidationError } from '../core/index.js';
 import type { ClaimedJob, Storage } from '../core/storage.js';
 import { Completer } from './completer.js';
 import { settlesBy } from './deadline.js';
@@ -55,8 +55,9 @@ export class Worker {
   readonly #slots: Slots;
   readonly #observer: WorkerObserver | undefined;
   readonly #types: string[];
-  /** the claim enforces these types' limits cluster-wide */
+  /** the claim enforces these types' and queues' limits cluster-wide */
   readonly #flow: Record<string, TypeFlow> | undefined;
+  readonly #queueFlow: Record<string, QueueFlow> | undefined;
   readonly #wake = new Wakeup();
   #state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   #loop: Promise<void> | null = null;
@@ -70,7 +71,7 @@ export class Worker {
     this.#storage = opts.storage;
     this.registry = withAlertJobs(opts.jobs, opts.alerts);
     if (this.registry.size === 0) throw new ValidationError('INVALID_OPTION', 'a worker needs at least one job definition');
-    ({ concurrency: this.#concurrency, fixedBuffer: this.#fixedBuffer, queues: this.#queues, leaseMs: this.#leaseMs, pollMs: this.#pollMs, random: this.#random } = workerSettings(opts));
+    ({ concurrency: this.#concurrency, fixedBuffer: this.#fixedBuffer, queues: this.#queues, queueFlow: this.#queueFlow, leaseMs: this.#leaseMs, pollMs: this.#pollMs, random: this.#random } = workerSettings(opts));
     this.id = opts.workerId ?? newWorkerId();
     this.#types = this.registry.types;
     this.#flow = this.registry.flow;
@@ -229,7 +230,7 @@ export class Worker {
         // the lease is surely ours until the lease length after the claim was sent
         const sentAt = performance.now();
         try {
-          const jobs = await this.#storage.leases.claim({ workerId: this.id, types: this.#types, queues: this.#queues, limit, leaseMs: this.#leaseMs, flow: this.#flow });
+          const jobs = await this.#storage.leases.claim({ workerId: this.id, types: this.#types, queues: this.#queues, limit, leaseMs: this.#leaseMs, flow: this.#flow, queueFlow: this.#queueFlow });
           if (this.#state !== 'running') {
             // stop() began while this claim was out (it may have stopped waiting for it): none
             // of these start; they go straight back, due now, the attempt not counted

@@ -1,28 +1,35 @@
 /**
- * The claim of one limited type in memory: core/flow.ts's plan over the due jobs, its reads
- * answered from the tables. The whole claim is one synchronous step, which is the per-type
- * serialisation the SQL adapters get from a row lock.
+ * The claim of one limited group in memory (core/flow-groups.ts): core/flow.ts's plan over the
+ * group's due jobs, its reads answered from the tables. The whole claim is one synchronous step,
+ * which is the serialisation the SQL adapters get from row locks.
  */
-import { type TypeFlow, bucketName, flowPlan, runFlowPlan } from '../../core/flow.js';
+import { flowPlan, runFlowPlan } from '../../core/flow.js';
+import { type FlowGroup, type RunningCount, keyBucketNames, runningFilter, scopeStates } from '../../core/flow-groups.js';
 import type { MemoryDb, StoredJob } from './db.js';
 
-/** The jobs of one limited type its flow plan picks from `due` (in claim order); the buckets it used are written back. */
-export function flowPick(db: MemoryDb, type: string, flow: TypeFlow, due: StoredJob[], nowMs: number, limit: number): StoredJob[] {
+/** The jobs of one limited group its flow plan picks from `due` (the group's due jobs in claim order); the buckets it used are written back. */
+export function flowPick(db: MemoryDb, group: FlowGroup, due: StoredJob[], nowMs: number, limit: number): StoredJob[] {
   if (limit <= 0) return [];
-  const runningByKey = new Map<string, number>();
-  let running = 0;
+  const scope = runningFilter(group);
+  const running: RunningCount[] = [];
   for (const j of db.jobs.values()) {
-    if (j.type !== type || j.status !== 'running') continue;
-    running++;
-    if (j.concurrencyKey !== undefined) runningByKey.set(j.concurrencyKey, (runningByKey.get(j.concurrencyKey) ?? 0) + 1);
+    if (j.status !== 'running' || !(scope.types.includes(j.type) || scope.queues.includes(j.queue))) continue;
+    running.push({ type: j.type, queue: j.queue, key: j.concurrencyKey ?? null, n: 1 });
   }
-  const rate = flow.rate;
-  const pick = runFlowPlan(flowPlan(type, flow, { running, runningByKey, typeBucket: db.buckets.get(type) }, nowMs, limit), (q) =>
-    due
-      .filter((j) => !q.excludeIds.includes(j.id) && (j.concurrencyKey === undefined || !q.excludeKeys.includes(j.concurrencyKey)))
+  const states = scopeStates(group.scopes, running, db.buckets);
+  const pick = runFlowPlan(flowPlan(group.scopes, states, nowMs, limit), (q) => {
+    const rows = due
+      .filter((j) => {
+        if (q.excludeIds.includes(j.id) || q.excludeTypes.includes(j.type)) return false;
+        const key = j.concurrencyKey;
+        return key === undefined || !(q.excludeKeys.includes(key) || q.excludeTypeKeys.includes(`${j.type}|${key}`));
+      })
       .slice(0, q.window)
-      .map((j) => ({ id: j.id, key: j.concurrencyKey ?? null, bucket: rate?.perKey ? db.buckets.get(bucketName(type, j.concurrencyKey ?? null, rate)) : undefined })),
-  );
+      .map((j) => ({ id: j.id, type: j.type, queue: j.queue, key: j.concurrencyKey ?? null }));
+    const names = keyBucketNames(group.scopes, rows);
+    const buckets = new Map(names.flatMap((n) => (db.buckets.has(n) ? [[n, db.buckets.get(n)!] as const] : [])));
+    return rows.map((r) => ({ ...r, buckets }));
+  });
   for (const [name, b] of pick.buckets) db.buckets.set(name, b);
   const ids = new Set(pick.ids);
   return due.filter((j) => ids.has(j.id));

@@ -5,7 +5,7 @@
 import { LeaseholdError } from '../../core/errors.js';
 import type { JobStatus } from '../../core/status.js';
 import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore } from '../../core/storage.js';
-import { splitByFlow } from '../../core/flow.js';
+import { type ClaimFilter, flowGroups } from '../../core/flow-groups.js';
 import { jobOut, newToken, type MemoryDb, type StoredJob } from './db.js';
 import { flowPick } from './flow.js';
 
@@ -15,19 +15,19 @@ const FINISHED: readonly JobStatus[] = ['succeeded', 'dead', 'cancelled'];
 export class MemoryLeases implements LeaseStore {
   constructor(private readonly db: MemoryDb) {}
 
-  /** Due jobs of unpaused queues by priority, run_at, id, within their types' limits; each gets a fresh lease and a 'running' attempt row. */
+  /** Due jobs of unpaused queues by priority, run_at, id, within their types' and queues' limits; each gets a fresh lease and a 'running' attempt row. */
   async claim(p: ClaimParams): Promise<ClaimedJob[]> {
     const now = this.db.now();
     const paused = new Set([...this.db.queueStates.values()].filter((q) => q.paused).map((q) => q.queue));
     const byOrder = (a: StoredJob, b: StoredJob) => a.priority - b.priority || a.runAt.getTime() - b.runAt.getTime() || a.seq - b.seq;
-    const dueOf = (types: readonly string[]) =>
+    const dueOf = (f: ClaimFilter) =>
       [...this.db.jobs.values()]
-        .filter((j) => DUE.includes(j.status) && j.runAt.getTime() <= now.getTime() && types.includes(j.type) && (p.queues === null || p.queues.includes(j.queue)) && !paused.has(j.queue))
+        .filter((j) => DUE.includes(j.status) && j.runAt.getTime() <= now.getTime() && f.types.includes(j.type) && (f.queues === null || f.queues.includes(j.queue)) && !f.exceptQueues.includes(j.queue) && !paused.has(j.queue))
         .sort(byOrder);
-    const { limited, free } = splitByFlow(p.types, p.flow);
+    const { limited, free } = flowGroups(p);
     const picked: StoredJob[] = [];
-    for (const [type, flow] of limited) picked.push(...flowPick(this.db, type, flow, dueOf([type]), now.getTime(), Math.max(0, p.limit) - picked.length));
-    const due = [...picked, ...dueOf(free).slice(0, Math.max(0, p.limit - picked.length))];
+    for (const g of limited) picked.push(...flowPick(this.db, g, dueOf(g), now.getTime(), Math.max(0, p.limit) - picked.length));
+    const due = [...picked, ...(free ? dueOf(free).slice(0, Math.max(0, p.limit - picked.length)) : [])];
     return due.map((j) => {
       const token = newToken();
       j.status = 'running';
@@ -54,6 +54,7 @@ export class MemoryLeases implements LeaseStore {
         errorMessage: null,
         errorStack: null,
         retryDelayMs: null,
+        waitMs: Math.max(0, now.getTime() - j.runAt.getTime()),
       });
       return jobOut(j) as ClaimedJob;
     });

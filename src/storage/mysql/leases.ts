@@ -9,16 +9,16 @@
  * and in the UPDATE's table list, not a derived table, which MariaDB would materialise.
  * `(id, lease_token) IN (…)` comes with a plain `id IN (…)`: alone, the row IN is often planned
  * as a scan, and an UPDATE that scans locks every row it reads. Paused queues are left out by
- * the claim's own statement; types with flow limits are claimed as flow.ts plans.
+ * the claim's own statement; types and queues with flow limits are claimed as flow.ts plans.
  */
 import { randomBytes } from 'node:crypto';
 import type { JobStatus } from '../../core/status.js';
-import { type TypeFlow, splitByFlow } from '../../core/flow.js';
+import { type ClaimFilter, type FlowGroup, flowGroups } from '../../core/flow-groups.js';
 import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore } from '../../core/storage.js';
 import { type Db, type Queryable, type ResultHeader, type Stmt, exec, run, runLast } from './db.js';
 import { CLAIM_COLS, NOW, type Row, type Tables, compareClaimOrder, idParam, micros, notPaused, parseUtc, sharedSql, toJobRow } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
-import { flowSql, planLimitedClaim } from './flow.js';
+import { addRows, flowSql, planLimitedClaim } from './flow.js';
 
 /** Finishes ending in different ways, one JSON object per item (jsonBatch); absent keys read as NULL. */
 const FINISH_ITEMS = `JSON_TABLE(?, '$[*]' COLUMNS (
@@ -27,16 +27,16 @@ const FINISH_ITEMS = `JSON_TABLE(?, '$[*]' COLUMNS (
     error_code TEXT PATH '$.ec', error_message TEXT PATH '$.em')) AS v`;
 
 export function leasesSql(t: Tables) {
-  const scan = (status: string, withQueues: boolean): string => `(SELECT ${CLAIM_COLS}, ${NOW} AS db_now FROM ${t.jobs} FORCE INDEX (${t.jobs}_claim)
-        WHERE status = '${status}' AND run_at <= ${NOW} AND type IN (?)${withQueues ? ' AND queue IN (?)' : ''} AND ${notPaused(t)}
+  const scan = (status: string, queues: 'in' | 'except' | 'all'): string => `(SELECT ${CLAIM_COLS}, ${NOW} AS db_now FROM ${t.jobs} FORCE INDEX (${t.jobs}_claim)
+        WHERE status = '${status}' AND run_at <= ${NOW} AND type IN (?)${queues === 'in' ? ' AND queue IN (?)' : queues === 'except' ? ' AND queue NOT IN (?)' : ''} AND ${notPaused(t)}
         ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED)`;
   return {
     ...sharedSql(t),
     flow: flowSql(t),
     // one index-ordered scan per due status (an IN over both would sort every due row and lock
     // them all); in one statement, so they share one now, returned with the rows
-    claimCandidates: (withQueues: boolean): string => `-- leasehold claimJobs: lock up to N due queued and N due failed jobs of unpaused queues in claim order, skipping locked rows
-      ${scan('queued', withQueues)} UNION ALL ${scan('failed', withQueues)}`,
+    claimCandidates: (queues: 'in' | 'except' | 'all'): string => `-- leasehold claimJobs: lock up to N due queued and N due failed jobs of unpaused queues${queues === 'except' ? ' but some' : ''} in claim order, skipping locked rows
+      ${scan('queued', queues)} UNION ALL ${scan('failed', queues)}`,
     claimUpdate: `-- leasehold claimJobs: lease the locked rows (own token each, deadline, one more attempt)
       UPDATE JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$[0]', token VARCHAR(64) PATH '$[1]')) AS v
         STRAIGHT_JOIN ${t.jobs} j ON j.id = v.id
@@ -82,20 +82,21 @@ export class MysqlLeases extends SqlAggregate<Db, LeasesSql> implements LeaseSto
     super(db, leasesSql(db.t));
   }
 
-  /** Without limited types, one transaction; else each limited type in one of its own (flow.ts), then the others with what is left of `limit`. */
+  /** Without limits, one transaction; else each limited group in one of its own (flow.ts), then the free part with what is left of `limit`. */
   claim(p: ClaimParams): Promise<ClaimedJob[]> {
     if (p.limit <= 0 || p.types.length === 0 || (p.queues !== null && p.queues.length === 0)) return Promise.resolve([]);
-    const { limited, free } = splitByFlow(p.types, p.flow);
-    return limited.length === 0 ? this.#claimDue(p, p.types, p.limit) : this.#claimWithFlow(p, limited, free);
+    const { limited, free } = flowGroups(p);
+    if (limited.length === 0) return free ? this.#claimDue(p, free, p.limit) : Promise.resolve([]);
+    return this.#claimWithFlow(p, limited, free);
   }
 
-  async #claimWithFlow(p: ClaimParams, limited: readonly [string, TypeFlow][], free: readonly string[]): Promise<ClaimedJob[]> {
+  async #claimWithFlow(p: ClaimParams, limited: readonly FlowGroup[], free: ClaimFilter | null): Promise<ClaimedJob[]> {
     const out: ClaimedJob[] = [];
-    for (const [type, flow] of limited) {
+    for (const g of limited) {
       if (out.length >= p.limit) break;
-      out.push(...(await this.#claimLimited(p, type, flow, p.limit - out.length)));
+      out.push(...(await this.#claimLimited(p, g, p.limit - out.length)));
     }
-    if (free.length > 0 && out.length < p.limit) out.push(...(await this.#claimDue(p, free, p.limit - out.length)));
+    if (free && out.length < p.limit) out.push(...(await this.#claimDue(p, free, p.limit - out.length)));
     return out;
   }
 
@@ -105,21 +106,28 @@ export class MysqlLeases extends SqlAggregate<Db, LeasesSql> implements LeaseSto
    * sent with COMMIT. It writes exactly the values the claimed jobs are built from, so nothing is
    * read back. Rows scanned but not picked stay locked until COMMIT, unchanged.
    */
-  #claimDue(p: ClaimParams, types: readonly string[], limit: number): Promise<ClaimedJob[]> {
+  #claimDue(p: ClaimParams, f: ClaimFilter, limit: number): Promise<ClaimedJob[]> {
+    const queues = f.queues !== null ? 'in' : f.exceptQueues.length > 0 ? 'except' : 'all';
     return this.db.tx('claimJobs', async (c) => {
-      const scan: unknown[] = p.queues === null ? [types, limit] : [types, p.queues, limit];
-      const candidates = await run(c, this.sql.claimCandidates(p.queues !== null), [...scan, ...scan]);
+      const scan: unknown[] = [f.types, ...(queues === 'in' ? [f.queues] : queues === 'except' ? [f.exceptQueues] : []), limit];
+      const candidates = await run(c, this.sql.claimCandidates(queues), [...scan, ...scan]);
       const picked = candidates.sort(compareClaimOrder).slice(0, limit);
       return picked.length === 0 ? [] : leaseRows(c, this.sql, p, picked, String(picked[0]!.db_now), []);
     }, true);
   }
 
-  /** The type's plan and the leases it picks, with the buckets it spent, in one READ COMMITTED transaction. */
-  #claimLimited(p: ClaimParams, type: string, flow: TypeFlow, limit: number): Promise<ClaimedJob[]> {
-    return this.db.tx('claimLimited', async (c) => {
-      const plan = await planLimitedClaim(c, this.sql.flow, p, type, flow, limit);
-      return plan.picked.length === 0 ? [] : leaseRows(c, this.sql, p, plan.picked, plan.now, plan.writes);
+  /** The group's plan and the leases it picks, with the buckets it spent, in one READ COMMITTED transaction; its missing flow rows made first, on their own. */
+  async #claimLimited(p: ClaimParams, group: FlowGroup, limit: number): Promise<ClaimedJob[]> {
+    const once = () => this.db.tx('claimLimited', async (c) => {
+      const plan = await planLimitedClaim(c, this.sql.flow, group, limit);
+      return plan === null ? null : plan.picked.length === 0 ? [] : leaseRows(c, this.sql, p, plan.picked, plan.now, plan.writes);
     }, true);
+    const got = await once();
+    if (got !== null) return got;
+    const add = addRows(this.sql.flow, group);
+    // outside the claim's transaction: a claim never waits for a row while holding another
+    await this.db.autocommit('claimLimited', (c) => exec(c, add.sql, add.values));
+    return (await once()) ?? [];
   }
 
   /** One UPDATE; when it touched every lease asked about, all are held, else the others' status says why they are lost. */

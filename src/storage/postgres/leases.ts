@@ -1,20 +1,20 @@
 /**
  * Token-fenced leases on job rows: claim, heartbeat, finish, and the sweeper's lookup of
  * expired leases. Each write is one statement, atomic on its own (data-modifying CTEs), but
- * the claim of a type with flow limits, a short transaction of its own (flow.ts); a finish
+ * the claim of a type or queue with flow limits, a short transaction of its own (flow.ts); a finish
  * runs on the pool or on the caller's transaction client. Row locks are taken in id
  * order everywhere, so batches over the same rows in different orders (heartbeats, finishes,
  * rescues) wait for each other instead of deadlocking. An attempt lives in its job row until
  * it ends; the finish writes its history row.
  */
 import { randomBytes } from 'node:crypto';
-import { splitByFlow } from '../../core/flow.js';
+import { type ClaimFilter, flowGroups } from '../../core/flow-groups.js';
 import type { JobStatus } from '../../core/status.js';
 import type {
   ClaimedJob, ClaimParams, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseRef, LeaseStore,
 } from '../../core/storage.js';
-import { txClient, type Db } from './db.js';
-import { FlowClaims } from './flow.js';
+import { query, txClient, type Db } from './db.js';
+import { FlowClaims, INDEX_SCANS_BEGIN } from './flow.js';
 import { NOW, date, dateOrNull, durationSince, ms, safeText, strOrNull, toExpiredLease, validId } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 
@@ -31,23 +31,22 @@ const CLAIM_TIMES: ReadonlySet<string> = new Set(['run_at', 'locked_until', 'sta
 /** The claim's columns as the worker reads them: times as epoch milliseconds, since parsing timestamptz text is most of a claim row's client-side cost. */
 const claimOutput = CLAIM_COLUMNS.map((c) => (CLAIM_TIMES.has(c) ? `round(extract(epoch FROM ${c}) * 1000)::float8 AS ${c}` : c)).join(', ');
 
-export function leasesSql(s: string) {
-  return {
-    /**
-     * $1 worker id, $2 types, $3 queues (null = all), $4 limit, $5 lease ms, $6 the claim's token
-     * base. `picked` is the in-order scan of jobs_due_idx that stops after $4 rows. The update
-     * takes the picked ids as an array, not as a join, so no plan joins them to the whole table.
-     * Paused queues are read once per claim into an array (an InitPlan; in key order, so the
-     * primary key serves it where the function forbids sequential scans), not probed per row.
-     * It runs as the body of the claim_jobs function (migrations.ts says why): a change here
-     * needs a migration that replaces the function.
-     */
-    claim: `-- leasehold claim: lease up to $4 due jobs of unpaused queues in claim order, skipping rows other claimers hold; each token is the base $6 and the id
+/**
+ * $1 worker id, $2 types, $3 queues (null = all), $4 limit, $5 lease ms, $6 the claim's token
+ * base; with `except`, $7 queues left out. `picked` is the in-order scan of jobs_due_idx that
+ * stops after $4 rows. The update takes the picked ids as an array, not as a join, so no plan
+ * joins them to the whole table. Paused queues are read once per claim into an array (an
+ * InitPlan; in key order, so the primary key serves it where the function forbids sequential
+ * scans), not probed per row. Without `except` it runs as the body of the claim_jobs function
+ * (migrations.ts says why): a change there needs a migration that replaces the function.
+ */
+function claimText(s: string, except: boolean): string {
+  return `-- leasehold claim: lease up to $4 due jobs of unpaused queues${except ? ' but $7' : ''} in claim order, skipping rows other claimers hold; each token is the base $6 and the id
 WITH picked AS (
   SELECT id FROM ${s}.jobs
   WHERE status IN ('queued','failed') AND run_at <= ${NOW}
     AND type = ANY($2::text[]) AND ($3::text[] IS NULL OR queue = ANY($3::text[]))
-    AND queue <> ALL (ARRAY(SELECT queue FROM ${s}.queue_states WHERE paused ORDER BY queue))
+    AND queue <> ALL (ARRAY(SELECT queue FROM ${s}.queue_states WHERE paused ORDER BY queue))${except ? '\n    AND queue <> ALL ($7::text[])' : ''}
   ORDER BY priority, run_at, id
   LIMIT $4::int
   FOR UPDATE SKIP LOCKED
@@ -59,7 +58,16 @@ WITH picked AS (
   WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
   RETURNING ${claimColumns('j')}
 )
-SELECT ${claimColumns('claimed')} FROM claimed ORDER BY priority, run_at, id`,
+SELECT ${except ? claimOutput : claimColumns('claimed')} FROM claimed ORDER BY priority, run_at, id`;
+}
+
+export function leasesSql(s: string) {
+  return {
+    /** The body of the claim_jobs function (see claimText). */
+    claim: claimText(s, false),
+
+    /** The claim of free types beside limited queues: `claim` with $7, queues left out; run in a transaction with index scans only (flow.ts). */
+    claimExcept: claimText(s, true),
 
     /** The claim through its function (the baseline migration makes `claim` its body): the parameters of `claim`. */
     claimCall: `-- leasehold claim: lease up to $4 due jobs in claim order (the claim_jobs function)
@@ -173,35 +181,37 @@ function toClaimedJob(r: unknown[], workerId: string, base: string): ClaimedJob 
 }
 
 export class PostgresLeases extends SqlAggregate<Db, ReturnType<typeof leasesSql>> implements LeaseStore {
-  private readonly hot = { claim: this.db.prepare(this.sql.claimCall, 'array'), heartbeat: this.db.prepare(this.sql.heartbeat), finish: this.db.prepare(this.sql.finish) };
+  private readonly hot = { claim: this.db.prepare(this.sql.claimCall, 'array'), claimExcept: this.db.prepare(this.sql.claimExcept, 'array'), heartbeat: this.db.prepare(this.sql.heartbeat), finish: this.db.prepare(this.sql.finish) };
   private readonly flow = new FlowClaims(this.db, claimOutput, claimColumns('j'));
 
   constructor(db: Db) {
     super(db, leasesSql(db.q));
   }
 
-  /** Limited types first, each in a transaction of its own (flow.ts); the others, with what is left of the limit, in one statement. */
+  /** Limited groups first (limited queues, then types), each in a transaction of its own (flow.ts); the free part, with what is left of the limit, in one statement. */
   async claim(p: ClaimParams): Promise<ClaimedJob[]> {
     if (p.limit <= 0 || p.types.length === 0) return [];
     // a fresh base per claim, 128 random bits: a token is unique per attempt, as the id differs within a claim
     const base = randomBytes(16).toString('base64url');
-    const { limited, free } = splitByFlow(p.types, p.flow);
-    if (limited.length === 0) return this.claimFree(p, p.types, p.limit, base);
+    const { limited, free } = flowGroups(p);
+    if (limited.length === 0) return free ? this.claimFree(p, free, p.limit, base) : [];
     const rows: unknown[][] = [];
-    for (const [type, flow] of limited) {
+    for (const g of limited) {
       if (rows.length >= p.limit) break;
-      rows.push(...(await this.flow.claim(type, flow, p, p.limit - rows.length, base)));
+      rows.push(...(await this.flow.claim(g, p, p.limit - rows.length, base)));
     }
     const claimed = rows.map((r) => toClaimedJob(r, p.workerId, base));
-    if (free.length === 0 || claimed.length >= p.limit) return claimed;
+    if (!free || claimed.length >= p.limit) return claimed;
     return [...claimed, ...(await this.claimFree(p, free, p.limit - claimed.length, base))];
   }
 
-  /** The claim of types without limits: one call of claim_jobs. */
-  private async claimFree(p: ClaimParams, types: readonly string[], limit: number, base: string): Promise<ClaimedJob[]> {
-    const params = [p.workerId, [...types], p.queues ? [...p.queues] : null, limit, p.leaseMs, base];
-    const rows = (await this.db.run('claimJobs', this.hot.claim, params)) as unknown as unknown[][];
-    return rows.map((r) => toClaimedJob(r, p.workerId, base));
+  /** The claim of the free part: one call of claim_jobs; beside limited queues, its statement leaving them out, planned the same way. */
+  private async claimFree(p: ClaimParams, f: ClaimFilter, limit: number, base: string): Promise<ClaimedJob[]> {
+    const params = [p.workerId, f.types, f.queues, limit, p.leaseMs, base];
+    const rows = f.exceptQueues.length === 0
+      ? await this.db.run('claimJobs', this.hot.claim, params)
+      : await this.db.transaction('claimJobs', (c) => query(c, 'claimJobs', this.hot.claimExcept, [...params, f.exceptQueues]), INDEX_SCANS_BEGIN);
+    return (rows as unknown as unknown[][]).map((r) => toClaimedJob(r, p.workerId, base));
   }
 
   async heartbeat(p: HeartbeatParams): Promise<HeartbeatResult> {

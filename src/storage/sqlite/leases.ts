@@ -3,8 +3,8 @@
  * - a claim is one UPDATE … RETURNING in autocommit (atomic on its own; it takes the write lock
  *   at its start); the rows handed back are built from the claim's own values plus what the
  *   statement returned, never re-read, and it writes no attempt row (see attempts.ts). A claim
- *   naming a type with limits (`flow`) runs in one IMMEDIATE transaction instead: the limited
- *   types' picks (flow.ts), then the other types through the same statement;
+ *   naming a type or queue with limits (`flow`, `queueFlow`) runs in one IMMEDIATE transaction
+ *   instead: the limited groups' picks (flow.ts), then the free part through the same statement;
  * - finishes and heartbeats are cached statements run per item in one IMMEDIATE transaction:
  *   cheaper than one UPDATE … FROM json_each per batch (see LEASE_SQL.finish).
  */
@@ -12,7 +12,7 @@ import type { JobStatus } from '../../core/status.js';
 import type {
   ClaimedJob, ClaimParams, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore,
 } from '../../core/storage.js';
-import { type TypeFlow, splitByFlow } from '../../core/flow.js';
+import { type ClaimFilter, type FlowGroup, flowGroups } from '../../core/flow-groups.js';
 import { ATTEMPT_SQL } from './attempts.js';
 import { refuseTx } from './db.js';
 import { NOT_PAUSED, pickLimited } from './flow.js';
@@ -27,15 +27,16 @@ import type { SqlExpired } from './sql.js';
  * is the claim's own values); its order is unspecified, the caller sorts. `picked`: the ids a
  * flow plan chose (@ids), still due, instead of the claim-order walk.
  */
-function claimSql(which: 'due' | 'dueByQueue' | 'picked'): string {
+function claimSql(which: 'due' | 'dueByQueue' | 'dueExcept' | 'picked'): string {
   const header = which === 'picked'
     ? 'lease the jobs of @ids (a flow plan\'s picks) that are still due'
-    : `lease up to @limit due jobs of @types${which === 'dueByQueue' ? ' in @queues' : ''} in unpaused queues in claim order`;
+    : `lease up to @limit due jobs of @types${which === 'dueByQueue' ? ' in @queues' : which === 'dueExcept' ? ' outside @exceptQueues' : ''} in unpaused queues in claim order`;
+  const queueFilter = which === 'dueByQueue' ? '\n        AND queue IN (SELECT value FROM json_each(@queues))' : which === 'dueExcept' ? '\n        AND queue NOT IN (SELECT value FROM json_each(@exceptQueues))' : '';
   const where = which === 'picked'
     ? `id IN (SELECT value FROM json_each(@ids)) AND status IN ('queued','failed') AND run_at <= @now`
     : `id IN (SELECT id FROM {p}jobs
       WHERE status IN ('queued','failed') AND run_at <= @now
-        AND type IN (SELECT value FROM json_each(@types))${which === 'dueByQueue' ? '\n        AND queue IN (SELECT value FROM json_each(@queues))' : ''}
+        AND type IN (SELECT value FROM json_each(@types))${queueFilter}
         AND ${NOT_PAUSED}
       ORDER BY priority, run_at, id
       LIMIT @limit)`;
@@ -51,6 +52,7 @@ function claimSql(which: 'due' | 'dueByQueue' | 'picked'): string {
 }
 const CLAIM_SQL = claimSql('due');
 const CLAIM_BY_QUEUE_SQL = claimSql('dueByQueue');
+const CLAIM_EXCEPT_SQL = claimSql('dueExcept');
 const CLAIM_PICKED_SQL = claimSql('picked');
 
 const LEASE_SQL = {
@@ -129,31 +131,31 @@ export class SqliteLeases implements LeaseStore {
     if (p.types.length === 0 || p.limit <= 0) return [];
     const db = this.db;
     const now = db.now();
-    const { limited, free } = splitByFlow(p.types, p.flow);
+    const { limited, free } = flowGroups(p);
     // without limits one statement, atomic on its own: autocommit
     const rows = limited.length === 0
-      ? db.read(() => this.#claimDue(p, p.types, p.limit, now))
+      ? (free ? db.read(() => this.#claimDue(p, free, p.limit, now)) : [])
       : db.write(() => this.#claimLimited(p, limited, free, now));
     // RETURNING order is unspecified; hand jobs out in claim order (priority, run_at, id)
     rows.sort((a, b) => a[4] - b[4] || a[5] - b[5] || a[0] - b[0]);
     return rows.map((r) => claimedJob(r, p, now));
   }
 
-  #claimDue(p: ClaimParams, types: readonly string[], limit: number, now: number): ClaimRow[] {
-    const byQueue = p.queues !== null;
-    return this.db.stmt(byQueue ? CLAIM_BY_QUEUE_SQL : CLAIM_SQL, 'raw').all({
-      now, workerId: p.workerId, leaseMs: p.leaseMs, limit, types: JSON.stringify(types),
-      ...(byQueue ? { queues: JSON.stringify(p.queues) } : {}),
+  #claimDue(p: ClaimParams, f: ClaimFilter, limit: number, now: number): ClaimRow[] {
+    const sql = f.queues !== null ? CLAIM_BY_QUEUE_SQL : f.exceptQueues.length > 0 ? CLAIM_EXCEPT_SQL : CLAIM_SQL;
+    return this.db.stmt(sql, 'raw').all({
+      now, workerId: p.workerId, leaseMs: p.leaseMs, limit, types: JSON.stringify(f.types),
+      ...(f.queues !== null ? { queues: JSON.stringify(f.queues) } : f.exceptQueues.length > 0 ? { exceptQueues: JSON.stringify(f.exceptQueues) } : {}),
     }) as ClaimRow[];
   }
 
-  /** The limited types' picks first, then the other types with the rest of the limit; call inside a write transaction. */
-  #claimLimited(p: ClaimParams, limited: readonly [string, TypeFlow][], free: readonly string[], now: number): ClaimRow[] {
+  /** The limited groups' picks first, then the free part with the rest of the limit; call inside a write transaction. */
+  #claimLimited(p: ClaimParams, limited: readonly FlowGroup[], free: ClaimFilter | null, now: number): ClaimRow[] {
     const db = this.db;
     const ids: number[] = [];
-    for (const [type, flow] of limited) ids.push(...pickLimited(db, type, flow, p, now, p.limit - ids.length));
+    for (const g of limited) ids.push(...pickLimited(db, g, now, p.limit - ids.length));
     const rows = ids.length === 0 ? [] : (db.stmt(CLAIM_PICKED_SQL, 'raw').all({ now, workerId: p.workerId, leaseMs: p.leaseMs, ids: JSON.stringify(ids) }) as ClaimRow[]);
-    if (free.length > 0 && rows.length < p.limit) rows.push(...this.#claimDue(p, free, p.limit - rows.length, now));
+    if (free && rows.length < p.limit) rows.push(...this.#claimDue(p, free, p.limit - rows.length, now));
     return rows;
   }
 
