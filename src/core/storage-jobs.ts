@@ -3,7 +3,7 @@
  * lifecycle calls (insert, claim, heartbeat, finish, sweep). Types only; the semantics every
  * adapter must meet are in the header of ./storage.ts, which re-exports everything here.
  */
-import type { TypeFlow } from './flow.js';
+import type { QueueFlow, TypeFlow } from './flow.js';
 import type { AttemptOutcome, JobStatus } from './status.js';
 
 export interface JobRow {
@@ -94,6 +94,8 @@ export interface ClaimParams {
   leaseMs: number;
   /** limits of these types the claim enforces cluster-wide (types not listed have none) */
   flow?: Readonly<Record<string, TypeFlow>> | undefined;
+  /** limits of these queues the claim enforces cluster-wide, over each queue's jobs of every type (queues not listed have none) */
+  queueFlow?: Readonly<Record<string, QueueFlow>> | undefined;
 }
 
 /** A claimed job: `leaseToken` and `lockedUntil` are set, `attempts` already counts this one. */
