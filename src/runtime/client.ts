@@ -1,8 +1,9 @@
 /**
- * The client: enqueue jobs, read them back, and the operator's admin operations.
- * Everything is validated before storage is touched, so bad input writes nothing.
+ * The client: enqueue jobs (typed by the job definitions it is given), declare schedules, read
+ * jobs back, and the operator's admin operations. Everything is validated before storage is
+ * touched, so bad input writes nothing. Its input checks are in client-input.ts.
  */
-import type { EnqueueOptions, JobDefaults } from '../core/index.js';
+import type { JobDefaults } from '../core/index.js';
 import {
   DEFAULT_JOB_DEFAULTS,
   DEFAULT_MAX_PAYLOAD_BYTES,
@@ -13,46 +14,59 @@ import {
   buildNewJob,
   validateName,
 } from '../core/index.js';
-import type { AlertStateRow, AttemptRow, EffectRow, InsertOutcome, JobCount, JobQuery, JobRow, NewJob, QueueState, Storage, WorkerRow } from '../core/storage.js';
-import type { LockRow, ScheduleRow } from '../core/schedules.js';
+import type { AlertStateRow, AttemptRow, EffectRow, JobCount, JobQuery, JobRow, NewJob, QueueState, Storage, WorkerRow } from '../core/storage.js';
+import type { LockRow, ScheduleInput, ScheduleRow } from '../core/schedules.js';
+import { NO_OPTIONS, checkId, checkSchedule, defaultsFor, enqueueAnswers, sameValueZero, withKeyOf } from './client-input.js';
 import { LocalBus } from './env.js';
-import type { AnyJobDefinition, JobDefinition } from './job-definition.js';
 import { JobRegistry, validateWithSchema } from './job-definition.js';
+import type { EnqueueItem, EnqueueItemOptions, EnqueuedJob, JobInput, JobList, JobTypeName, ScheduleFor } from './job-types.js';
+import { syncSchedules, upsertSchedule } from './scheduler.js';
 import { startSend } from './tracing.js';
 
-export interface ClientOptions {
+export type { EnqueueItem, EnqueueItemOptions, EnqueuedJob, JobInput, JobList, JobTypeName, ScheduleFor } from './job-types.js';
+
+/**
+ * What `createClient` takes.
+ *
+ * @typeParam J - the list of job definitions, inferred from `jobs`
+ */
+export interface ClientOptions<J extends JobList = JobList> {
+  /** Where jobs are kept: `await openStorage(url)`, or an adapter's own factory. */
   storage: Storage;
   /**
-   * The job types this client may enqueue. When given, an unknown type is refused and payloads
-   * are checked against each type's schema. When omitted, any well-formed type is accepted
-   * (e.g. a CLI enqueuing for workers elsewhere).
+   * The job types this client may enqueue: the same list the worker gets. When given, an unknown
+   * type is refused, payloads are checked against each type's schema, each type's policies are
+   * the defaults of its jobs, and type names and payloads are checked at compile time. When
+   * omitted, any well-formed type and JSON payload is accepted (e.g. for workers elsewhere).
    */
-  jobs?: readonly AnyJobDefinition[] | JobRegistry;
+  jobs?: J | JobRegistry;
+  /** Defaults for jobs whose type (or the enqueue) sets none: `queue`, `priority`, `maxAttempts`, `timeoutMs`, `maxRuntimeMs`. */
   defaults?: Partial<JobDefaults>;
+  /** The largest payload accepted, as UTF-8 JSON (default 64 KiB): keep references in jobs, not data. */
   maxPayloadBytes?: number;
 }
 
-export type EnqueuedJob = JobRow & {
-  /** false when an idempotency or unique key matched an existing job, which is returned instead */
-  created: boolean;
-  /** what the enqueue did: a new job, an existing one returned, or a waiting one replaced (debounce) */
-  outcome: InsertOutcome;
-};
-
-export interface EnqueueItem {
-  type: string;
-  payload: unknown;
-  options?: EnqueueOptions & { tx?: unknown };
-}
-
-export class Client {
+/**
+ * Enqueue jobs, read them back, manage schedules, and the operator's admin operations. Make one
+ * with {@link createClient}. Everything is validated before storage is touched: bad input throws
+ * a `ValidationError` and writes nothing.
+ *
+ * @typeParam J - the job definitions it was made with: they type `enqueue`, `enqueueMany` and
+ *   schedules. A bare `Client` is a client of any list (what a function taking any client wants).
+ */
+// why `any` as the default: a client of one list is no subtype of a client of another (enqueue
+// takes a payload per type), so only `any` lets a bare `Client` parameter take every client.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export class Client<const J extends JobList = any> {
+  /** The storage it writes to. */
   readonly storage: Storage;
+  /** @internal the definitions by type, or null when made without them */
   readonly registry: JobRegistry | null;
   readonly #defaults: JobDefaults;
   readonly #maxPayloadBytes: number;
   readonly #bus: LocalBus;
 
-  constructor(opts: ClientOptions) {
+  constructor(opts: ClientOptions<J>) {
     this.storage = opts.storage;
     this.registry = opts.jobs === undefined ? null : opts.jobs instanceof JobRegistry ? opts.jobs : new JobRegistry(opts.jobs);
     this.#defaults = { ...DEFAULT_JOB_DEFAULTS, ...opts.defaults };
@@ -60,14 +74,29 @@ export class Client {
     this.#bus = LocalBus.for(opts.storage);
   }
 
-  /** Enqueue one job. Pass `tx` to insert inside your own transaction (where the storage supports it). */
-  async enqueue(type: string, payload: unknown, options: EnqueueOptions & { tx?: unknown } = {}): Promise<EnqueuedJob> {
-    const [job] = await this.enqueueMany([{ type, payload, options }]);
+  /**
+   * Enqueue one job. The payload is checked (plain JSON, size, the type's schema) before anything
+   * is written. Pass `options.tx` to insert inside your own transaction, where the storage's
+   * `capabilities.transactionalEnqueue` is true: the job exists once you commit.
+   *
+   * @param type - a type of the client's job list
+   * @param payload - what that type takes: its schema's input
+   * @param options - when and where it runs, and keys that make it unique
+   * @returns the job written, or the one an idempotency or unique key matched (`created: false`)
+   * @throws `ValidationError` (codes `UNKNOWN_JOB_TYPE`, `PAYLOAD_SCHEMA`, `INVALID_PAYLOAD`, `PAYLOAD_TOO_LARGE`, `INVALID_OPTION`)
+   */
+  async enqueue<T extends JobTypeName<J>>(type: T, payload: JobInput<J, T>, options: EnqueueItemOptions = {}): Promise<EnqueuedJob> {
+    const [job] = await this.enqueueMany([{ type, payload, options } as EnqueueItem<J>]);
     return job as EnqueuedJob;
   }
 
-  /** Enqueue many jobs in one transaction: all are written, or (on bad input) none. */
-  async enqueueMany(items: readonly EnqueueItem[]): Promise<EnqueuedJob[]> {
+  /**
+   * Enqueue many jobs in one transaction: all are written, or (on bad input) none. Every item is
+   * validated first; items that give `tx` must all give the same one.
+   *
+   * @returns one job per item, in order
+   */
+  async enqueueMany(items: readonly EnqueueItem<J>[]): Promise<EnqueuedJob[]> {
     if (items.length === 0) return [];
     const tx = items[0]?.options?.tx;
     for (const item of items) {
@@ -92,25 +121,7 @@ export class Client {
       throw e;
     }
     send?.written(results.map((r) => r.job.id));
-    let created = false;
-    const jobs: EnqueuedJob[] = [];
-    // Adapters hand out fresh rows (the conformance suite checks it), so each is marked in
-    // place rather than copied (a spread of ~22 fields cost more per job than the insert).
-    // Only a batch that met an existing row can hold one object twice: then copy repeats.
-    const seen = results.every((r) => r.created) ? null : new Set<JobRow>();
-    // a debounce that replaced a waiting job moved its run time: wake local workers as for a new one
-    created ||= results.some((r) => r.outcome === 'replaced');
-    for (const r of results) {
-      created ||= r.created;
-      let job = r.job as EnqueuedJob;
-      if (seen !== null) {
-        if (seen.has(r.job)) job = { ...r.job } as EnqueuedJob;
-        else seen.add(r.job);
-      }
-      job.created = r.created;
-      job.outcome = r.outcome;
-      jobs.push(job);
-    }
+    const { jobs, woken: created } = enqueueAnswers(results);
     // Inside a caller's transaction the job is not visible until they commit; waking local
     // workers early only costs them one empty claim.
     if (created) this.#bus.jobsEnqueued();
@@ -124,43 +135,65 @@ export class Client {
     if (!this.registry) return buildNewJob(item.type, item.payload, options, this.#defaults, this.#maxPayloadBytes, now);
     const def = this.registry.get(item.type);
     if (!def) throw new UnknownJobTypeError(item.type, this.registry.types);
-    const defaults = this.#defaultsFor(def);
+    const defaults = defaultsFor(def, this.#defaults);
     const build = (payload: unknown) => buildNewJob(item.type, payload, withKeyOf(def, payload, options), defaults, this.#maxPayloadBytes, now);
     if (!def.schema) return build(item.payload);
     return validateWithSchema(item.type, def.schema, item.payload).then(build);
   }
 
-  /** A job type's own policies over the client's defaults (read per item: a definition is the user's object). */
-  #defaultsFor(def: JobDefinition<unknown>): JobDefaults {
-    return {
-      queue: def.queue ?? this.#defaults.queue,
-      priority: def.priority ?? this.#defaults.priority,
-      maxAttempts: def.maxAttempts ?? this.#defaults.maxAttempts,
-      timeoutMs: def.timeoutMs ?? this.#defaults.timeoutMs,
-      maxRuntimeMs: def.maxRuntimeMs ?? this.#defaults.maxRuntimeMs,
-    };
+  /**
+   * Add or change one schedule, by name. Its type must be one of the client's job list and its
+   * payload one that type's schema accepts (checked before anything is written). A schedule
+   * added here is never removed by {@link Client.syncSchedules} or a worker's `schedules`.
+   *
+   * @throws `ValidationError` (codes `INVALID_SCHEDULE`, `UNKNOWN_JOB_TYPE`, `PAYLOAD_SCHEMA`, `INVALID_OPTION`)
+   */
+  async upsertSchedule(input: ScheduleFor<J>): Promise<ScheduleRow> {
+    return upsertSchedule(this.storage, await checkSchedule(this.registry, input));
   }
 
+  /**
+   * Make the schedules declared in code exactly `inputs`: add, change, and remove (by name) the
+   * ones declared in code before, in one transaction. Declare them here or in a worker's
+   * `schedules` option, not both (each sync removes what the other declared).
+   *
+   * @returns the schedules written and the names removed
+   */
+  async syncSchedules(inputs: readonly ScheduleFor<J>[]): Promise<{ schedules: ScheduleRow[]; removed: string[] }> {
+    const checked: ScheduleInput[] = [];
+    for (const input of inputs) checked.push(await checkSchedule(this.registry, input));
+    return syncSchedules(this.storage, checked);
+  }
+
+  /**
+   * One job by id.
+   *
+   * @throws `JobNotFoundError` when there is none (pruned, or never existed)
+   */
   async getJob(id: string): Promise<JobRow> {
     const job = await this.storage.jobs.get({ id: checkId(id) });
     if (!job) throw new JobNotFoundError(id);
     return job;
   }
 
+  /** Jobs, newest first, filtered by `status`, `type`, `queue`; page with `beforeId` and `limit` (1–1000, default 50). */
   listJobs(query: Partial<JobQuery> = {}): Promise<JobRow[]> {
     const limit = query.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('INVALID_OPTION', 'limit must be 1-1000');
     return this.storage.jobs.list({ ...query, beforeId: query.beforeId === undefined ? undefined : checkId(query.beforeId), limit });
   }
 
+  /** A job's history: one row per attempt, with its outcome, error and retry delay. */
   listAttempts(jobId: string): Promise<AttemptRow[]> {
     return this.storage.attempts.list({ jobId: checkId(jobId) });
   }
 
+  /** How many jobs there are per queue, type and status, and how many of them are due. */
   countJobs(): Promise<JobCount[]> {
     return this.storage.queues.counts();
   }
 
+  /** The workers registered, with their heartbeat, queues and types. */
   listWorkers(): Promise<WorkerRow[]> {
     return this.storage.workers.list();
   }
@@ -175,7 +208,6 @@ export class Client {
     return this.storage.locks.list(params);
   }
 
-  /** Each alert rule's state (firing or ok, since when, the value that moved it); a rule that never fired has none. */
   /** Stop claims from a queue on every worker (running jobs finish; enqueues and schedules go on). */
   pauseQueue(queue: string): Promise<QueueState> {
     return this.storage.queues.pause({ queue: validateName('queue', queue) });
@@ -193,15 +225,21 @@ export class Client {
     return this.storage.queues.states();
   }
 
+  /** Each alert rule's state (firing or ok, since when, the value that moved it); a rule that never fired has none. */
   listAlerts(): Promise<AlertStateRow[]> {
     return this.storage.alerts.list();
   }
 
+  /** Effects recorded by `ctx.once`, newest first, optionally of one job (default limit 100). */
   listEffects(params: { jobId?: string; limit?: number } = {}): Promise<EffectRow[]> {
     return this.storage.effects.list({ ...params, limit: params.limit ?? 100 });
   }
 
-  /** Make a failed, dead, cancelled or waiting job due now, with its attempt budget reset. */
+  /**
+   * Make a failed, dead, cancelled or waiting job due now, with its attempt budget reset.
+   *
+   * @throws `JobNotFoundError`, or `InvalidStateError` for a running or succeeded job
+   */
   async retryNow(id: string): Promise<JobRow> {
     const { job, applied } = await this.storage.jobs.retry({ id: checkId(id) });
     if (!job) throw new JobNotFoundError(id);
@@ -210,7 +248,11 @@ export class Client {
     return job;
   }
 
-  /** Cancel a waiting or running job for good; a running handler's signal fires. */
+  /**
+   * Cancel a waiting or running job for good; a running handler's signal fires.
+   *
+   * @throws `JobNotFoundError`, or `InvalidStateError` for a finished job
+   */
   async cancel(id: string): Promise<JobRow> {
     const { job, applied } = await this.storage.jobs.cancel({ id: checkId(id) });
     if (!job) throw new JobNotFoundError(id);
@@ -238,25 +280,16 @@ export function findUnhandled(counts: readonly JobCount[], workers: readonly Wor
     .map((c) => ({ type: c.type, queue: c.queue, due: c.due }));
 }
 
-const NO_OPTIONS: EnqueueOptions = Object.freeze({});
-
-/** Set membership equality (as the `new Set(txs).size` check this replaces): NaN equals NaN. */
-function sameValueZero(a: unknown, b: unknown): boolean {
-  return a === b || (a !== a && b !== b);
-}
-
-function checkId(id: string): string {
-  if (typeof id !== 'string' || !/^[1-9][0-9]{0,18}$/.test(id)) throw new ValidationError('INVALID_OPTION', `not a job id: ${JSON.stringify(id)}`);
-  return id;
-}
-
-export function createClient(opts: ClientOptions): Client {
+/**
+ * Make a client: the one way to enqueue. Give it the same `jobs` list as the worker, and
+ * `enqueue`, `enqueueMany` and schedules are checked against it at compile time and at run time.
+ *
+ * @example
+ * ```ts
+ * const client = createClient({ storage, jobs: [sendEmail] });
+ * await client.enqueue('send-email', { to: 'a@example.com' }, { delayMs: 60_000 });
+ * ```
+ */
+export function createClient<const J extends JobList = JobList>(opts: ClientOptions<J>): Client<J> {
   return new Client(opts);
-}
-
-/** The options with the definition's concurrency key filled in, unless the enqueue gave one. */
-function withKeyOf(def: JobDefinition<unknown>, payload: unknown, options: EnqueueOptions & { tx?: unknown }): EnqueueOptions & { tx?: unknown } {
-  if (options.concurrencyKey !== undefined || !def.concurrencyKey) return options;
-  const key = def.concurrencyKey(payload);
-  return key === null || key === undefined ? options : { ...options, concurrencyKey: key };
 }

@@ -7,14 +7,18 @@ import type { LeaseExpiredPolicy, RateLimit, RetryPolicy, TypeFlow } from '../co
 import { ValidationError, validateName, validateRetryPolicy, validateTypeFlow } from '../core/index.js';
 import type { JobRow } from '../core/storage.js';
 
+/**
+ * What a handler gets besides its payload: the job as claimed, its attempt number, an abort
+ * signal, and the calls that talk back to the worker.
+ */
 export interface JobContext {
-  /** the job as claimed (attempts already counts this attempt) */
+  /** The job as claimed (`attempts` already counts this attempt). */
   readonly job: Readonly<JobRow>;
-  /** 1-based number of this attempt */
+  /** 1-based number of this attempt. */
   readonly attempt: number;
-  /** fires on timeout, max runtime, lost lease, cancel and shutdown; `signal.reason` says which */
+  /** Fires on timeout, max runtime, lost lease, cancel and shutdown; `signal.reason` (an `AbortReason`) says which. */
   readonly signal: AbortSignal;
-  /** Report progress: resets the inactivity timeout and renews the lease now. Throws if the lease is lost. */
+  /** Report progress: resets the inactivity timeout and renews the lease now. Throws `LeaseLostError` if the lease is lost. */
   heartbeat(): Promise<void>;
   /**
    * Run `fn` only if no attempt of any job recorded `key` before; a later re-run returns the
@@ -29,31 +33,59 @@ export interface JobContext {
    * is retried.
    */
   succeedInTransaction(tx: unknown): Promise<void>;
+  /** A child of the worker's logger carrying the job's id, type and attempt. */
   readonly log: Logger;
 }
 
+/**
+ * A job type's code. Return normally for success, throw for a retryable failure, throw
+ * `PermanentFailure` or return `fail(reason)` to make the job dead now, return `snooze(ms)` to
+ * run it again later without counting an attempt, or `cancel(reason)`.
+ *
+ * @typeParam P - the payload, as the definition's schema outputs it (or as the handler declares it)
+ */
 export type JobHandler<P> = (payload: P, ctx: JobContext) => unknown;
 
-export interface JobDefinition<P = unknown> {
-  type: string;
+/**
+ * A job type: its name, handler, payload schema and policies. Make one with {@link defineJob};
+ * give the same list to `createClient` and `new Worker`.
+ *
+ * @typeParam P - the payload the handler receives: the schema's output type
+ * @typeParam T - the type's name, as a string literal (what `client.enqueue` checks)
+ * @typeParam I - the payload `client.enqueue` takes: the schema's input type (P without a schema)
+ */
+export interface JobDefinition<P = unknown, T extends string = string, I = P> {
+  /** The type's name: 1–128 of `A-Za-z0-9_.:-/`. */
+  type: T;
+  /** Runs each attempt; see {@link JobHandler} for what its result means. */
   handler: JobHandler<P>;
-  /** validated at enqueue (when the client knows the type) and again before the handler runs */
-  schema?: StandardSchemaV1<unknown, P>;
+  /**
+   * A [Standard Schema](https://standardschema.dev) (zod, valibot, arktype…) for the payload:
+   * checked at enqueue (a `ValidationError`, code `PAYLOAD_SCHEMA`, and nothing written), its
+   * output is what is stored, and checked again before the handler runs.
+   */
+  schema?: StandardSchemaV1<I, P>;
+  /** Delays between attempts (default: exponential from 1 s, ×2, capped at 1 h, equal jitter). */
   retry?: RetryPolicy;
+  /** Attempts before the job is dead (default 5). */
   maxAttempts?: number;
+  /** Inactivity timeout: no `ctx.heartbeat()` for this long aborts the attempt (default 5 min). */
   timeoutMs?: number;
+  /** Hard bound on one attempt, heartbeats or not (default 1 h). */
   maxRuntimeMs?: number;
+  /** The queue its jobs go to (default `default`). */
   queue?: string;
+  /** Lower runs first (default 0, from −32768 to 32767). */
   priority?: number;
-  /** 'retry' (default) puts a job whose worker vanished back to due; 'fail' makes it dead, for non-idempotent work */
+  /** `retry` (default) puts a job whose worker vanished back to due; `fail` makes it dead, for non-idempotent work. */
   onLeaseExpired?: LeaseExpiredPolicy;
-  /** at most this many jobs of this type run at once across the cluster; the claim leaves the rest due */
+  /** At most this many jobs of this type run at once across the cluster; the claim leaves the rest due. */
   globalConcurrency?: number;
-  /** at most this many jobs of this type run at once per concurrency key, across the cluster */
+  /** At most this many jobs of this type run at once per concurrency key, across the cluster. */
   keyConcurrency?: number;
-  /** the concurrency key of a job from its payload (an enqueue's `concurrencyKey` option wins) */
+  /** The concurrency key of a job from its payload (an enqueue's `concurrencyKey` option wins). */
   concurrencyKey?: (payload: P) => string | null | undefined;
-  /** at most `limit` jobs of this type start per `periodMs` (per concurrency key with `perKey`), across the cluster */
+  /** At most `limit` jobs of this type start per `periodMs` (per concurrency key with `perKey`), across the cluster. */
   rateLimit?: RateLimit;
 }
 
@@ -67,7 +99,22 @@ export function flowOf(def: JobDefinition<unknown>): TypeFlow | undefined {
   };
 }
 
-export function defineJob<P>(def: JobDefinition<P>): JobDefinition<P> {
+/**
+ * Define a job type. The payload type comes from `schema` (its input is what enqueue takes, its
+ * output what the handler gets) or, without one, from the handler's parameter; the `type` is kept
+ * as a literal, so a client made from a list of definitions checks names and payloads at compile
+ * time. Throws a `ValidationError` for a bad name or policy.
+ *
+ * @example
+ * ```ts
+ * const sendEmail = defineJob({
+ *   type: 'send-email',
+ *   schema: z.object({ to: z.string().email() }),
+ *   handler: async ({ to }, ctx) => { await ctx.once(`email:${ctx.job.id}`, () => mailer.send(to)); },
+ * });
+ * ```
+ */
+export function defineJob<P, T extends string = string, I = P>(def: JobDefinition<P, T, I>): JobDefinition<P, T, I> {
   validateName('job type', def.type);
   if (typeof def.handler !== 'function') throw new ValidationError('INVALID_OPTION', `job ${def.type}: handler must be a function`);
   if (def.retry) validateRetryPolicy(def.retry);
@@ -80,10 +127,11 @@ export function defineJob<P>(def: JobDefinition<P>): JobDefinition<P> {
   return def;
 }
 
+/** A job definition of any payload and name: what lists of definitions hold. */
 // why `any`: one list holds definitions of different payload types, and P is invariant
 // (the handler consumes it, the schema produces it).
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyJobDefinition = JobDefinition<any>;
+export type AnyJobDefinition = JobDefinition<any, string, any>;
 
 /** Job definitions by type; built once from a list, then read-only. */
 export class JobRegistry {

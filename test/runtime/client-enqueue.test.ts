@@ -56,7 +56,7 @@ describe('client enqueueMany', () => {
 
   test('per-type defaults and schema transforms reach storage, item by item in order', async () => {
     const { storage, calls } = stubStorage((jobs) => jobs.map((j, i) => ({ job: row(String(i + 1), j), created: true, outcome: 'created' as const })));
-    const typed = defineJob({ type: 'typed', queue: 'billing', priority: 3, maxAttempts: 2, timeoutMs: 50, maxRuntimeMs: 60, schema: z.object({ n: z.coerce.number() }), handler: () => {} });
+    const typed = defineJob({ type: 'typed', queue: 'billing', priority: 3, maxAttempts: 2, timeoutMs: 50, maxRuntimeMs: 60, schema: z.object({ n: z.preprocess(Number, z.number()) }), handler: () => {} });
     const plain = defineJob({ type: 'plain', handler: () => {} });
     const client = new Client({ storage, jobs: [typed, plain], defaults: { queue: 'q0', maxAttempts: 7 } });
     await client.enqueueMany([

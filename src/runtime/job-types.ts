@@ -1,0 +1,51 @@
+/**
+ * Types only: what a list of job definitions allows a client to enqueue and schedule. A client
+ * made from a list knows each type's name and payload, so a wrong name or payload shape is a
+ * compile error; a client made without one (a CLI enqueuing for workers elsewhere) takes any.
+ */
+import type { EnqueueOptions, ScheduleInput } from '../core/index.js';
+import type { InsertOutcome, JobRow } from '../core/storage.js';
+import type { AnyJobDefinition, JobDefinition } from './job-definition.js';
+
+/** A list of job definitions, as given to `createClient` and `new Worker`. */
+export type JobList = readonly AnyJobDefinition[];
+
+/** The type names of a list of definitions (`string` when the list is not known at compile time). */
+export type JobTypeName<J extends JobList> = J[number]['type'];
+
+/** The definition of type `T` in the list `J`. */
+export type JobOf<J extends JobList, T extends string> = Extract<J[number], { type: T }>;
+
+/**
+ * The payload `client.enqueue` takes for type `T`: the input type of its definition's schema, or
+ * its handler's payload type when it has no schema; `unknown` when the list is not known.
+ */
+export type JobInput<J extends JobList, T extends string> =
+  string extends JobTypeName<J> ? unknown : JobOf<J, T> extends JobDefinition<infer _P, infer _T, infer I> ? I : never;
+
+/** An enqueue's options; `tx` is your own transaction handle (where the storage supports it). */
+export type EnqueueItemOptions = EnqueueOptions & { tx?: unknown };
+
+/** One job of an `enqueueMany` call: a type of the list, a payload of that type, its options. */
+export type EnqueueItem<J extends JobList = JobList> = {
+  [T in JobTypeName<J>]: { type: T; payload: JobInput<J, T>; options?: EnqueueItemOptions };
+}[JobTypeName<J>];
+
+/** A schedule's payload field: optional when the empty object (the default payload) is one its type takes. */
+type SchedulePayload<I> = Record<never, never> extends I ? { payload?: I } : { payload: I };
+
+/**
+ * A schedule declaration for one of the list's types: `type` names a definition of the list and
+ * `payload` is one that type takes (see `ScheduleInput` for the timing fields).
+ */
+export type ScheduleFor<J extends JobList = JobList> = {
+  [T in JobTypeName<J>]: Omit<ScheduleInput, 'type' | 'payload'> & { type: T } & SchedulePayload<JobInput<J, T>>;
+}[JobTypeName<J>];
+
+/** A job as an enqueue wrote or found it. */
+export type EnqueuedJob = JobRow & {
+  /** false when an idempotency or unique key matched an existing job, which is returned instead */
+  created: boolean;
+  /** what the enqueue did: a new job, an existing one returned, or a waiting one replaced (debounce) */
+  outcome: InsertOutcome;
+};
