@@ -21,6 +21,7 @@ import { claimTests } from './jobs-claim.js';
 import { insertTests } from './jobs-insert.js';
 import { listingTests } from './listing.js';
 import { pruneTests } from './prune.js';
+import { queueFlowTests } from './queue-flow.js';
 import { lockTests } from './locks.js';
 import { observeTests } from './observe.js';
 import { raceTests } from './races.js';
@@ -51,6 +52,7 @@ export function runStorageConformance(h: ConformanceHarness): void {
     lockTests(h);
     observeTests(h);
     flowTests(h);
+    queueFlowTests(h);
     uniqueTests(h);
   });
 }

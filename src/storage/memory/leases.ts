@@ -25,39 +25,43 @@ export class MemoryLeases implements LeaseStore {
         .filter((j) => DUE.includes(j.status) && j.runAt.getTime() <= now.getTime() && f.types.includes(j.type) && (f.queues === null || f.queues.includes(j.queue)) && !f.exceptQueues.includes(j.queue) && !paused.has(j.queue))
         .sort(byOrder);
     const { limited, free } = flowGroups(p);
-    const picked: StoredJob[] = [];
-    for (const g of limited) picked.push(...flowPick(this.db, g, dueOf(g), now.getTime(), Math.max(0, p.limit) - picked.length));
-    const due = [...picked, ...(free ? dueOf(free).slice(0, Math.max(0, p.limit - picked.length)) : [])];
-    return due.map((j) => {
-      const token = newToken();
-      j.status = 'running';
-      j.lockedBy = p.workerId;
-      j.leaseToken = token;
-      j.lockedUntil = new Date(now.getTime() + p.leaseMs);
-      j.heartbeatAt = now;
-      j.startedAt = now;
-      j.attempts += 1;
-      j.updatedAt = now;
-      const seq = this.db.attemptSeq();
-      this.db.attempts.set(String(seq), {
-        seq,
-        id: String(seq),
-        jobId: j.id,
-        attempt: j.attempts,
-        workerId: p.workerId,
-        leaseToken: token,
-        startedAt: now,
-        finishedAt: null,
-        durationMs: null,
-        outcome: 'running',
-        errorCode: null,
-        errorMessage: null,
-        errorStack: null,
-        retryDelayMs: null,
-        waitMs: Math.max(0, now.getTime() - j.runAt.getTime()),
-      });
-      return jobOut(j) as ClaimedJob;
+    const claimed: ClaimedJob[] = [];
+    // each group's picks are leased before the next group's plan, which may count the same type
+    for (const g of limited) claimed.push(...flowPick(this.db, g, dueOf(g), now.getTime(), Math.max(0, p.limit) - claimed.length).map((j) => this.lease(j, p, now)));
+    if (free) claimed.push(...dueOf(free).slice(0, Math.max(0, p.limit - claimed.length)).map((j) => this.lease(j, p, now)));
+    return claimed;
+  }
+
+  /** The job leased to the claim's worker, its attempt opened. */
+  private lease(j: StoredJob, p: ClaimParams, now: Date): ClaimedJob {
+    const token = newToken();
+    j.status = 'running';
+    j.lockedBy = p.workerId;
+    j.leaseToken = token;
+    j.lockedUntil = new Date(now.getTime() + p.leaseMs);
+    j.heartbeatAt = now;
+    j.startedAt = now;
+    j.attempts += 1;
+    j.updatedAt = now;
+    const seq = this.db.attemptSeq();
+    this.db.attempts.set(String(seq), {
+      seq,
+      id: String(seq),
+      jobId: j.id,
+      attempt: j.attempts,
+      workerId: p.workerId,
+      leaseToken: token,
+      startedAt: now,
+      finishedAt: null,
+      durationMs: null,
+      outcome: 'running',
+      errorCode: null,
+      errorMessage: null,
+      errorStack: null,
+      retryDelayMs: null,
+      waitMs: Math.max(0, now.getTime() - j.runAt.getTime()),
     });
+    return jobOut(j) as ClaimedJob;
   }
 
   /** Extends every lease still held under its token; reports the others as lost. */

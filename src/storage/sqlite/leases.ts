@@ -149,12 +149,15 @@ export class SqliteLeases implements LeaseStore {
     }) as ClaimRow[];
   }
 
-  /** The limited groups' picks first, then the free part with the rest of the limit; call inside a write transaction. */
+  /** Each limited group's picks, leased in turn, then the free part with the rest of the limit; call inside a write transaction. */
   #claimLimited(p: ClaimParams, limited: readonly FlowGroup[], free: ClaimFilter | null, now: number): ClaimRow[] {
     const db = this.db;
-    const ids: number[] = [];
-    for (const g of limited) ids.push(...pickLimited(db, g, now, p.limit - ids.length));
-    const rows = ids.length === 0 ? [] : (db.stmt(CLAIM_PICKED_SQL, 'raw').all({ now, workerId: p.workerId, leaseMs: p.leaseMs, ids: JSON.stringify(ids) }) as ClaimRow[]);
+    const rows: ClaimRow[] = [];
+    for (const g of limited) {
+      // leased before the next group's plan, which may count the same type
+      const ids = pickLimited(db, g, now, p.limit - rows.length);
+      if (ids.length > 0) rows.push(...(db.stmt(CLAIM_PICKED_SQL, 'raw').all({ now, workerId: p.workerId, leaseMs: p.leaseMs, ids: JSON.stringify(ids) }) as ClaimRow[]));
+    }
     if (free && rows.length < p.limit) rows.push(...this.#claimDue(p, free, p.limit - rows.length, now));
     return rows;
   }
