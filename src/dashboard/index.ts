@@ -1,5 +1,6 @@
 /**
- * The web dashboard: overview, jobs, job detail with every attempt, retry and cancel.
+ * The web dashboard: overview, jobs, job detail with every attempt, queues, schedules, locks
+ * and workers; retry, cancel, pause, resume, schedule actions; live without a reload.
  * `createDashboard` returns a Hono app (mount it, or call its `fetch` from any server);
  * `serveDashboard` runs it standalone. See docs/dashboard.md.
  */

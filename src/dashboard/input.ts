@@ -3,7 +3,7 @@
  * target after login. A bad value raises BadRequest (→ 400, nothing read or changed).
  */
 import { isJobStatus } from '../core/status.js';
-import type { ListFilters } from './pages.js';
+import type { ListFilters } from './pages/jobs.js';
 
 export class BadRequest extends Error {}
 
@@ -19,6 +19,12 @@ function name(what: string, raw: string | undefined): string | undefined {
   if (raw === undefined || raw === '') return undefined;
   // eslint-disable-next-line no-control-regex
   if (raw.length > MAX_NAME || /[\u0000-\u001f\u007f]/.test(raw)) throw new BadRequest(`${what} filter must be at most ${MAX_NAME} printable characters`);
+  return raw;
+}
+
+/** A queue or schedule name from a form: the same characters the client accepts. */
+export function parseName(what: string, raw: unknown): string {
+  if (typeof raw !== 'string' || !/^[A-Za-z0-9_.:\-/]{1,128}$/.test(raw)) throw new BadRequest(`not a ${what} name: ${JSON.stringify(typeof raw === 'string' ? raw.slice(0, 140) : '')}`);
   return raw;
 }
 

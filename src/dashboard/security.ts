@@ -1,13 +1,14 @@
 /**
- * The dashboard's security primitives, with no HTTP framework in them: which hosts count as
- * loopback, constant-time token checks, the signed session cookie, and CSRF tokens bound to
- * that session.
+ * The dashboard's security primitives, with no HTTP framework in them: which hosts it answers
+ * for, constant-time token checks, the signed session cookie, and CSRF tokens bound to that
+ * session.
  *
  * Model: a random session id lives in an HttpOnly, SameSite=Strict cookie. The CSRF token in
  * every form is HMAC(key, "csrf:" + sid); a cross-site page can neither read the cookie nor
- * compute the HMAC. With a dashboard token, login sets a second cookie HMAC(key, "auth:" + sid
- * + expiry), so it is bound to that session and expires. The key is derived from the token (so
- * sessions survive restarts and work across replicas), or random per process without a token.
+ * compute the HMAC. With a dashboard token, sign-in sets a second cookie HMAC(key, "auth:" +
+ * sid + expiry), bound to that session and expiring; it counts only while the session is in
+ * the server's session store (sessions.ts), so sign-out ends it for good. The key is derived
+ * from the token, or random per process without a token.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
@@ -28,6 +29,26 @@ export function hostnameOf(hostHeader: string): string {
   if (m) return m[1] ?? '';
   const i = hostHeader.lastIndexOf(':');
   return i >= 0 && hostHeader.indexOf(':') === i ? hostHeader.slice(0, i) : hostHeader;
+}
+
+const ANY_INTERFACE = new Set(['', '0.0.0.0', '::', '[::]']);
+
+/**
+ * Which Host names a dashboard with a token answers for (a rebinding attacker's name is not
+ * one): loopback, the interface it listens on when that is a name or address of its own, the
+ * hosts of `allowedOrigins`, and `allowedHosts`. Throws TypeError for an entry that is not a
+ * host name.
+ */
+export function hostAllowlist(opts: { host?: string | undefined; allowedOrigins?: readonly string[] | undefined; allowedHosts?: readonly string[] | undefined }): (hostname: string) => boolean {
+  const names = new Set<string>();
+  const add = (h: string) => names.add(h.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1'));
+  if (opts.host !== undefined && !ANY_INTERFACE.has(opts.host.trim())) add(opts.host);
+  for (const o of opts.allowedOrigins ?? []) add(new URL(o).hostname);
+  for (const h of opts.allowedHosts ?? []) {
+    if (typeof h !== 'string' || h.trim() === '' || /[/\\@\s]/.test(h)) throw new TypeError(`allowedHosts entries are host names like ops.example.com, got ${JSON.stringify(h)}`);
+    add(hostnameOf(h.trim()));
+  }
+  return (hostname) => isLoopbackHost(hostname) || names.has(hostname.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1'));
 }
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();

@@ -17,6 +17,10 @@ export interface ServeDashboardOptions {
   token?: string | undefined;
   basePath?: string | undefined;
   allowedOrigins?: readonly string[] | undefined;
+  /** with a token: Host names it answers for besides loopback and `host` (see DashboardOptions.allowedHosts) */
+  allowedHosts?: readonly string[] | undefined;
+  /** how often open pages poll for fresh numbers, ms (default 3000; 0: never) */
+  pollMs?: number | undefined;
   /** `/metrics`, `/healthz` and `/readyz` on the dashboard too (see DashboardOptions.observe) */
   observe?: ObserveEndpoints | undefined;
 }
@@ -30,7 +34,8 @@ export interface RunningDashboard {
 
 export async function serveDashboard(opts: ServeDashboardOptions): Promise<RunningDashboard> {
   const host = opts.host ?? '127.0.0.1';
-  const app = createDashboard({ client: opts.client, token: opts.token, basePath: opts.basePath, host, allowedOrigins: opts.allowedOrigins, observe: opts.observe });
+  const { port: _port, ...dashboard } = opts;
+  const app = createDashboard({ ...dashboard, host });
   const running = await listen(app.fetch, opts.port, host);
   return { ...running, url: `${running.origin}${opts.basePath && opts.basePath !== '/' ? opts.basePath.replace(/\/+$/, '') : ''}/` };
 }

@@ -1,6 +1,7 @@
 /**
  * The overview shows each alert rule's state from the client's `listAlerts`: firing ones first
- * under a notice, every value escaped; nothing when no rule ever fired or the client has no alerts.
+ * under a notice, every value escaped; the section is hidden while no rule ever fired or the
+ * client has no alerts, and the live answer shows it once one fires.
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
@@ -23,7 +24,7 @@ test('the overview lists alert states, firing first, escaped', async () => {
   const { res, text } = await get(createDashboard({ client: s.client }), '/');
   assert.equal(res.status, 200);
   assert.ok(!text.includes('<script>alert'), 'no raw <script');
-  assert.match(text, /<h2>Alerts<\/h2><div class="notice bad"><strong>2 alert\(s\) firing\.<\/strong>/);
+  assert.match(text, /<section data-show="alerts"><h2>Alerts<\/h2><div class="notice bad" data-show="firing"><strong><span data-slot="firing">2 alert\(s\) firing\.<\/span><\/strong>/);
   const rows = [...text.matchAll(/<tr><td class="mono">([^<]*)<\/td><td><span class="badge [^"]+">(\w+)<\/span><\/td>.*?<td class="num">([^<]*)<\/td><td class="num">(\d+)<\/td><\/tr>/g)].map((m) => m.slice(1));
   // firing ones first, each group by rule name
   assert.deepEqual(rows, [
@@ -33,11 +34,15 @@ test('the overview lists alert states, firing first, escaped', async () => {
   ]);
 });
 
-test('no alert section while no rule has fired, nor for a client without alerts', async () => {
-  assert.doesNotMatch((await get(createDashboard({ client: s.client }), '/')).text, /<h2>Alerts/);
+test('the alert section is hidden while no rule has fired, and for a client without alerts', async () => {
+  const hidden = /<section data-show="alerts" hidden><h2>Alerts/;
+  assert.match((await get(createDashboard({ client: s.client }), '/')).text, hidden);
   await storage.alerts.transition({ rule: 'dead', episode: 0, state: 'firing', value: 3 });
-  assert.match((await get(createDashboard({ client: s.client }), '/')).text, /<h2>Alerts/);
-  assert.doesNotMatch((await get(createDashboard({ client: pick(s.client) }), '/')).text, /<h2>Alerts/);
+  assert.match((await get(createDashboard({ client: s.client }), '/')).text, /<section data-show="alerts"><h2>Alerts/);
+  assert.match((await get(createDashboard({ client: pick(s.client) }), '/')).text, hidden);
+  // the live answer says the same, so a page left open shows the section when a rule fires
+  const live = JSON.parse((await get(createDashboard({ client: s.client }), '/api/overview')).text) as { show: Record<string, boolean>; tables: { alerts: unknown[] } };
+  assert.deepEqual([live.show.alerts, live.show.firing, live.tables.alerts.length], [true, true, 1]);
 });
 
 /** The client's admin calls as a plain object (no listAlerts). */

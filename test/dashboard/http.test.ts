@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { Storage } from '../../src/core/storage.js';
 import { createDashboard, serveDashboard } from '../../src/dashboard/index.js';
 import type { Seeded } from './support.js';
-import { Jar, TOKEN, XSS, csrfOf, get, post, seededMemory } from './support.js';
+import { Jar, TOKEN, XSS, csrfOf, foreignScripts, get, post, seededMemory } from './support.js';
 
 let storage: Storage;
 let s: Seeded;
@@ -23,7 +23,8 @@ describe('dashboard: escaping and headers', () => {
     for (const path of [`/jobs/${s.deadId}`, '/jobs', '/jobs?status=dead', '/']) {
       const { res, text } = await get(app, path);
       assert.equal(res.status, 200, path);
-      assert.ok(!text.includes('<script'), `${path} contains a raw <script`);
+      assert.deepEqual(foreignScripts(text), [], `${path} carries a <script> that is not the dashboard's own`);
+      assert.ok(!text.includes('<script>'), `${path} contains a raw <script>`);
       if (path !== '/') assert.ok(text.includes('&lt;script&gt;alert(1)&lt;/script&gt;'), `${path} shows the escaped text`);
     }
     const { text } = await get(app, `/jobs/${s.deadId}`);
@@ -40,14 +41,19 @@ describe('dashboard: escaping and headers', () => {
     assert.ok(text.includes('&quot;&gt;&lt;script&gt;x'));
   });
 
-  test('security headers on pages and on errors', async () => {
+  test('security headers on pages, JSON, errors, and 404s outside the base path', async () => {
     const app = createDashboard({ client: s.client });
-    for (const path of ['/', '/jobs/abc', '/nope']) {
-      const { res } = await get(app, path);
+    const mounted = createDashboard({ client: s.client, basePath: '/admin' });
+    for (const [a, path] of [[app, '/'], [app, '/jobs/abc'], [app, '/nope'], [app, '/api/overview'], [app, '/api/nope'], [mounted, '/elsewhere'], [mounted, '/'], [mounted, '/admin/nope']] as const) {
+      const { res } = await get(a, path);
       const csp = res.headers.get('content-security-policy') ?? '';
       assert.match(csp, /default-src 'none'/, path);
       assert.match(csp, /frame-ancestors 'none'/);
-      assert.doesNotMatch(csp, /script-src|unsafe-inline/);
+      // only the dashboard's own script and stylesheet, and no HTML string into the DOM (Trusted Types)
+      assert.match(csp, /script-src 'self';/);
+      assert.match(csp, /style-src 'self';/);
+      assert.match(csp, /require-trusted-types-for 'script'; trusted-types 'none'/);
+      assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
       assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
       assert.equal(res.headers.get('x-frame-options'), 'DENY');
       assert.equal(res.headers.get('cache-control'), 'no-store');
@@ -100,7 +106,13 @@ describe('dashboard: CSRF', () => {
     assert.equal(r.res.status, 303);
     assert.equal(r.res.headers.get('location'), `/jobs/${s.deadId}?done=retried`);
     assert.equal(await statusOf(s.deadId), 'queued');
-    const c = await post(app, `/jobs/${s.queuedId}/cancel`, { csrf }, jar);
+    // Cancel asks first: without confirmed=1 the answer is a confirmation page and nothing changes
+    const ask = await post(app, `/jobs/${s.queuedId}/cancel`, { csrf }, jar);
+    assert.equal(ask.res.status, 200);
+    assert.match(ask.text, /Cancel job \d+ \(send-email\)\? It will not run again/);
+    assert.match(ask.text, new RegExp(`action="/jobs/${s.queuedId}/cancel"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="confirmed" value="1">`));
+    assert.equal(await statusOf(s.queuedId), 'queued');
+    const c = await post(app, `/jobs/${s.queuedId}/cancel`, { csrf, confirmed: '1' }, jar);
     assert.equal(c.res.status, 303);
     assert.equal(await statusOf(s.queuedId), 'cancelled');
     const page = await get(app, `/jobs/${s.queuedId}?done=cancelled`, jar);

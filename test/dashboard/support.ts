@@ -6,12 +6,15 @@
 import type { Storage } from '../../src/core/storage.js';
 import type { createDashboard } from '../../src/dashboard/index.js';
 import { Client } from '../../src/runtime/client.js';
+import { withOperatorApi } from '../../src/runtime/operator.js';
 import { memoryStorage } from '../../src/storage/memory/index.js';
 
 export const XSS = '<script>alert(1)</script>';
 
 export interface Seeded {
   client: Client;
+  /** the client with the operator calls (queue health, throughput, schedule actions) beside its own */
+  full: ReturnType<typeof withOperatorApi<Client>>;
   deadId: string;
   queuedId: string;
   succeededId: string;
@@ -33,7 +36,7 @@ export async function seed(storage: Storage): Promise<Seeded> {
     { id: d.id, leaseToken: d.leaseToken, status: 'dead', error, attempt: { outcome: 'dead', error } },
     { id: s.id, leaseToken: s.leaseToken, status: 'succeeded', attempt: { outcome: 'succeeded' } },
   ] });
-  return { client, deadId: dead.id, queuedId: queued.id, succeededId: ok.id };
+  return { client, full: withOperatorApi(client), deadId: dead.id, queuedId: queued.id, succeededId: ok.id };
 }
 
 /** A tiny cookie jar for `app.request`. */
@@ -76,14 +79,22 @@ export async function get(app: App, path: string, jar = new Jar(), headers: Reco
   return { res, text: await res.text() };
 }
 
-export async function post(app: App, path: string, fields: Record<string, string>, jar = new Jar(), headers: Record<string, string> = {}) {
-  const res = jar.absorb(
-    await app.request(path, {
-      method: 'POST',
-      body: form(fields),
-      headers: { cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded', origin: 'http://localhost', ...headers },
-    }),
-  );
+/** A JSON endpoint's answer, parsed. */
+export async function getJson<T = Record<string, unknown>>(app: App, path: string, jar = new Jar(), headers: Record<string, string> = {}) {
+  const { res, text } = await get(app, path, jar, headers);
+  return { res, text, body: (res.headers.get('content-type') ?? '').startsWith('application/json') ? (JSON.parse(text) as T) : undefined };
+}
+
+/** A page's <script> tags other than the dashboard's own (which must be the only one). */
+export function foreignScripts(page: string): string[] {
+  return [...page.matchAll(/<script\b[^>]*>/gi)].map((m) => m[0]).filter((t) => !/^<script src="[^"]*\/assets\/dashboard-[0-9a-f]{12}\.js" defer>$/.test(t));
+}
+
+export async function post(app: App, path: string, fields: Record<string, string>, jar = new Jar(), headers: Record<string, string> = {}, remoteAddress?: string) {
+  const init = { method: 'POST', body: form(fields), headers: { cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded', origin: 'http://localhost', ...headers } };
+  // the Node server's connection, as @hono/node-server passes it: the throttle reads the peer address from it
+  const env = remoteAddress === undefined ? undefined : { incoming: { socket: { remoteAddress } } };
+  const res = jar.absorb(await app.request(path, init, env));
   return { res, text: await res.text() };
 }
 

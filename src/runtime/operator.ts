@@ -1,0 +1,82 @@
+/**
+ * An operator's calls that the client does not carry yet: queue health and recent attempt
+ * outcomes (reads), and a schedule's enable, disable and run-now (the schedule store's guarded
+ * writes, as `leasehold schedules enable|disable|run-now` does them). Each takes a Storage;
+ * `operatorApi` bundles them under the names the dashboard's client shape uses, and
+ * `withOperatorApi` puts them beside a client's own methods.
+ */
+import type { JobRow, ScheduleRow } from '../core/index.js';
+import { LeaseholdError, ValidationError } from '../core/index.js';
+import type { AttemptOutcomeCount, QueueHealth, Storage } from '../core/storage.js';
+import type { Client } from './client.js';
+import { nextAfterFor } from './cron.js';
+import { LocalBus } from './env.js';
+import type { JobRegistry } from './job-definition.js';
+import { scheduledJobOf } from './scheduler.js';
+
+/** the longest window attemptOutcomes looks back */
+export const MAX_OUTCOME_WINDOW_MS = 7 * 86_400_000;
+
+async function scheduleOf(storage: Storage, name: string): Promise<ScheduleRow> {
+  const row = await storage.schedules.get({ name });
+  if (!row) throw new LeaseholdError('SCHEDULE_NOT_FOUND', `schedule ${name} not found`);
+  return row;
+}
+
+/**
+ * Enable or disable a schedule. Enabling a disabled one starts from its next future slot (the
+ * disabled period is not a misfire); enabling an enabled one changes nothing.
+ */
+export async function setScheduleEnabled(storage: Storage, name: string, enabled: boolean): Promise<ScheduleRow> {
+  const row = await scheduleOf(storage, name);
+  const next = enabled && !row.enabled ? nextAfterFor(row)(await storage.now()) : undefined;
+  const after = await storage.schedules.setEnabled({ name, enabled, ...(next !== undefined ? { nextRunAt: next } : {}) });
+  if (!after) throw new LeaseholdError('SCHEDULE_NOT_FOUND', `schedule ${name} not found`);
+  return after;
+}
+
+/** One job of the schedule now (its regular slots unchanged); this process's idle workers look at once. */
+export async function runScheduleNow(storage: Storage, name: string, registry?: JobRegistry | null): Promise<JobRow> {
+  const row = await scheduleOf(storage, name);
+  const job = await storage.schedules.runNow({ name, job: scheduledJobOf(row, registry) });
+  if (!job) throw new LeaseholdError('SCHEDULE_NOT_FOUND', `schedule ${name} not found`);
+  LocalBus.for(storage).jobsEnqueued();
+  return job;
+}
+
+/** Attempts that ended in the last `sinceMs` (at most a week), by type, queue and outcome. */
+export function attemptOutcomes(storage: Storage, sinceMs: number): Promise<AttemptOutcomeCount[]> {
+  if (!Number.isInteger(sinceMs) || sinceMs < 1 || sinceMs > MAX_OUTCOME_WINDOW_MS) {
+    throw new ValidationError('INVALID_OPTION', `sinceMs must be a whole number of ms from 1 to ${MAX_OUTCOME_WINDOW_MS}; got ${String(sinceMs)}`);
+  }
+  return storage.attempts.outcomes({ sinceMs });
+}
+
+export interface OperatorApi {
+  queueHealth(): Promise<QueueHealth[]>;
+  attemptOutcomes(params: { sinceMs: number }): Promise<AttemptOutcomeCount[]>;
+  setScheduleEnabled(name: string, enabled: boolean): Promise<ScheduleRow>;
+  runScheduleNow(name: string): Promise<JobRow>;
+}
+
+export function operatorApi(storage: Storage, registry?: JobRegistry | null): OperatorApi {
+  return {
+    queueHealth: () => storage.queues.health(),
+    attemptOutcomes: (p) => attemptOutcomes(storage, p.sinceMs),
+    setScheduleEnabled: (name, enabled) => setScheduleEnabled(storage, name, enabled),
+    runScheduleNow: (name) => runScheduleNow(storage, name, registry),
+  };
+}
+
+/** The client with the operator calls beside its own (its methods keep their `this`). */
+export function withOperatorApi<C extends Client>(client: C): C & OperatorApi {
+  const extra = operatorApi(client.storage, client.registry);
+  return new Proxy(client, {
+    get(target, prop) {
+      if (Object.hasOwn(extra, prop)) return extra[prop as keyof OperatorApi];
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+    has: (target, prop) => Object.hasOwn(extra, prop) || Reflect.has(target, prop),
+  }) as C & OperatorApi;
+}
