@@ -23,7 +23,7 @@ import type { EnqueueItem, EnqueueItemOptions, EnqueuedJob, JobInput, JobList, J
 import { syncSchedules, upsertSchedule } from './scheduler.js';
 import { startSend } from './tracing.js';
 
-export type { EnqueueItem, EnqueueItemOptions, EnqueuedJob, JobInput, JobList, JobTypeName, ScheduleFor } from './job-types.js';
+export type { EnqueueItem, EnqueueItemOptions, EnqueuedJob, JobInput, JobList, JobOf, JobTypeName, ScheduleFor } from './job-types.js';
 
 /**
  * What `createClient` takes.

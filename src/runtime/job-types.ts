@@ -31,15 +31,13 @@ export type EnqueueItem<J extends JobList = JobList> = {
   [T in JobTypeName<J>]: { type: T; payload: JobInput<J, T>; options?: EnqueueItemOptions };
 }[JobTypeName<J>];
 
-/** A schedule's payload field: optional when the empty object (the default payload) is one its type takes. */
-type SchedulePayload<I> = Record<never, never> extends I ? { payload?: I } : { payload: I };
-
 /**
  * A schedule declaration for one of the list's types: `type` names a definition of the list and
- * `payload` is one that type takes (see `ScheduleInput` for the timing fields).
+ * `payload` is one that type takes, required unless the type takes the default `{}` (see
+ * `ScheduleInput` for the timing fields).
  */
 export type ScheduleFor<J extends JobList = JobList> = {
-  [T in JobTypeName<J>]: Omit<ScheduleInput, 'type' | 'payload'> & { type: T } & SchedulePayload<JobInput<J, T>>;
+  [T in JobTypeName<J>]: Omit<ScheduleInput, 'type' | 'payload'> & { type: T } & (Record<never, never> extends JobInput<J, T> ? { payload?: JobInput<J, T> } : { payload: JobInput<J, T> });
 }[JobTypeName<J>];
 
 /** A job as an enqueue wrote or found it. */

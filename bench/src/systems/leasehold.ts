@@ -13,7 +13,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 // BENCH_LEASEHOLD_SRC=/abs/path/to/dist/index.js (or src/index.ts) measures another copy (e.g. a prototype) instead
 const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../dist/index.js')) as typeof import('../../../src/index.ts');
-const { Worker, createClient, defaultLogger, defineJob, openStorage } = lh;
+const { Worker, createClient, defineJob, openStorage } = lh;
 import type { Db, OnJob, Producer, SystemDef } from '../common.ts';
 import { MYSQL_URL, PG_URL, sqliteDir } from '../common.ts';
 
@@ -215,7 +215,7 @@ function def(db: Db, variant: Variant): SystemDef {
       onJobRef = onJob;
       const storage = await openStorage(url(db, variant));
       const bufferSize = process.env.BENCH_LEASEHOLD_BUFFER ? Number(process.env.BENCH_LEASEHOLD_BUFFER) : undefined;
-      const w = new Worker({ storage, jobs: [noop], concurrency, logger: defaultLogger(), ...(pollIntervalMs ? { pollIntervalMs } : {}), ...(bufferSize ? { bufferSize } : {}) });
+      const w = new Worker({ storage, jobs: [noop], concurrency, ...(pollIntervalMs ? { pollIntervalMs } : {}), ...(bufferSize ? { bufferSize } : {}) });
       await w.start();
       return {
         async stop() {

@@ -13,7 +13,7 @@ const n = Number(process.argv[2] ?? 2000);
 const schema = 'bench_enqueue_layers';
 const storage = await lh.openStorage(`${PG_URL}?schema=${schema}`);
 await storage.migrate();
-const client = new lh.Client({ storage });
+const client = lh.createClient({ storage });
 const sql = insertSql(`"${schema}"`);
 const pool = new pg.Pool({ connectionString: PG_URL, max: 10 });
 const c = new pg.Client({ connectionString: PG_URL });
