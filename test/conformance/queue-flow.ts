@@ -90,15 +90,17 @@ export function queueFlowTests(h: ConformanceHarness): void {
       assert.deepEqual(countBy(got, (j) => j.type), { [name]: 2, [inQueue]: 3 });
     });
 
-    it('a job of a limited type in a limited queue fits both; the queue\'s other types fill the rest', async () => {
+    it('a job of a limited type in a limited queue fits both: the type\'s cap counts its jobs in other queues; the queue\'s other types fill the rest', async () => {
       const s = db.storage;
       const [t, u, q, r] = [uniq('mt'), uniq('mu'), uniq('q'), uniq('q')];
-      await spread(s, [[t, q, null], [t, r, null], [u, q, null]], 5);
-      const flow = { [t]: { maxRunning: 3 } };
+      await spread(s, [[t, q, null]], 3);
+      await spread(s, [[u, q, null]], 5);
+      await spread(s, [[t, r, null]], 3);
+      const flow = { [t]: { maxRunning: 2 } };
       const queueFlow = { [q]: { maxRunning: 4 } };
+      assert.equal((await claim(s, [t], 1, { flow, queues: [r] })).length, 1, 'one of the type runs outside the queue');
       const got = await claim(s, [t, u], 50, { flow, queueFlow });
-      assert.equal(got.filter((j) => j.type === t).length, 3, "the type's cap, over both queues");
-      assert.equal(got.filter((j) => j.queue === q).length, 4, "the queue's cap, over both types");
+      assert.deepEqual(countBy(got, (j) => `${j.type === t ? 't' : 'u'}:${j.queue === q ? 'q' : 'r'}`), { 't:q': 1, 'u:q': 3 }, "the type's cap over both queues, the queue's over both types");
       assert.deepEqual(await claim(s, [t, u], 50, { flow, queueFlow }), []);
     });
 
@@ -109,6 +111,12 @@ export function queueFlowTests(h: ConformanceHarness): void {
       await s.jobs.insert({ jobs: [newJob(u, { queue: q, concurrencyKey: 'big' }), newJob(u, { queue: q, concurrencyKey: 'small' })] });
       const got = await claim(s, [t, u], 4, { flow: { [t]: { maxRunning: 1 } }, queueFlow: { [q]: { maxRunningPerKey: 1 } } });
       assert.deepEqual(countBy(got, (j) => `${j.type === t ? 't' : 'u'}:${j.concurrencyKey ?? ''}`), { 't:': 1, 'u:big': 1, 'u:small': 1 });
+      // a key saturated by its type's per-key limit, not the queue's
+      const [v, w, q2] = [uniq('bv'), uniq('bw'), uniq('q')];
+      await s.jobs.insert({ jobs: Array.from({ length: 150 }, (_, i) => newJob(v, { queue: q2, payload: { i }, concurrencyKey: 'big' })) });
+      await s.jobs.insert({ jobs: [newJob(w, { queue: q2, concurrencyKey: 'big' }), newJob(v, { queue: q2, concurrencyKey: 'small' })] });
+      const next = await claim(s, [v, w], 4, { flow: { [v]: { maxRunningPerKey: 1 } }, queueFlow: { [q2]: { maxRunning: 10 } } });
+      assert.deepEqual(countBy(next, (j) => `${j.type === v ? 'v' : 'w'}:${j.concurrencyKey ?? ''}`), { 'v:big': 1, 'w:big': 1, 'v:small': 1 });
     });
 
     it('priority, then FIFO, among the jobs a queue-limited claim may start; the claim keeps to its queues', async () => {
@@ -133,7 +141,7 @@ export function queueFlowTests(h: ConformanceHarness): void {
       await spread(s, keys.flatMap((k): [string, string, string][] => [[a, keyed, k], [c, keyed, k]]), 3);
       await spread(s, [[b, rated, null]], 30);
       await spread(s, [[m, mixed, 'x'], [m, free, 'x'], [n, mixed, 'x'], [m, mixed, null], [n, mixed, null], [m, free, null]], 6);
-      const flow = { [m]: { maxRunning: 4, maxRunningPerKey: 2 } };
+      const flow = { [m]: { maxRunning: 3, maxRunningPerKey: 2 } };
       const queueFlow = { [capped]: { maxRunning: 7 }, [keyed]: { maxRunningPerKey: 3 }, [rated]: { rate: { limit: 10, periodMs: HOUR } }, [mixed]: { maxRunning: 6, maxRunningPerKey: 3 } };
       const claimers = await Promise.all(Array.from({ length: 8 }, () => db.connectAnother()));
       const all: ClaimedJob[] = [];
@@ -154,7 +162,7 @@ export function queueFlowTests(h: ConformanceHarness): void {
       assert.deepEqual(Object.values(perKey), keys.map(() => 3), 'three per key over both types, reached for every key');
       assert.equal(inQueue(rated).length, 10, "the queue's rate budget, spent");
       const ms = all.filter((j) => j.type === m);
-      assert.equal(ms.length, 4, "the type's cap over both queues");
+      assert.equal(ms.length, 3, "the type's cap over both queues");
       assert.ok(ms.filter((j) => j.concurrencyKey === 'x').length <= 2, "the type's per-key limit");
       assert.equal(inQueue(mixed).length, 6, "the mixed queue's cap, reached");
       assert.ok(inQueue(mixed).filter((j) => j.concurrencyKey === 'x').length <= 3, "the mixed queue's per-key limit");
