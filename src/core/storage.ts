@@ -25,10 +25,12 @@
  *   attempts, worker, token, started_at now) — as a row of its own, or (PostgreSQL, MySQL and
  *   SQLite, which write the attempt's row once, when it ends) read from the job row. Concurrent
  *   claimers never get the same row. Jobs of a paused queue (queues.pause) are never claimed.
- *   For a type in `flow`, the claim takes only what core/flow.ts's `flowPlan` picks, reading
- *   and writing under a per-type serialisation so concurrent claimers never exceed maxRunning,
- *   maxRunningPerKey or the rate's tokens (buckets stored by `bucketName`); jobs it leaves are
- *   untouched. Unlimited and limited types share the claim's `limit`.
+ *   For a type in `flow` or a queue in `queueFlow`, the claim splits into core/flow-groups.ts's
+ *   groups and takes of each only what core/flow.ts's `flowPlan` picks, reading and writing under
+ *   the serialisation of every scope in the group (a job under both a type's and a queue's limits
+ *   fits both), so concurrent claimers never exceed maxRunning, maxRunningPerKey or the rate's
+ *   tokens (buckets stored by `scopeBucketName`); jobs it leaves are untouched. Unlimited and
+ *   limited parts share the claim's `limit`.
  * - leases.heartbeat: rows matching id AND lease_token AND status 'running' get locked_until = now +
  *   leaseMs, heartbeat_at = now; every other lease is reported lost with the job's status.
  * - leases.findExpired: running jobs with locked_until < now, oldest locked_until first (then id),
