@@ -2,17 +2,23 @@
  * Tracing through @opentelemetry/api only: a producer span per enqueue call whose context is
  * stored with each job (a W3C traceparent), and a consumer span per attempt linked to it, so an
  * attempt hours later in another process is found from the trace that enqueued it. Spans follow
- * the messaging semantic conventions. Without a registered tracer provider every span is a
+ * the messaging semantic conventions: the attributes a sampler may decide on are given at start,
+ * the rest only to spans that record. Without a registered tracer provider every span is a
  * non-recording no-op: nothing is stored and the handler runs in the caller's context unchanged.
  */
-import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, context, isSpanContextValid, trace } from '@opentelemetry/api';
+import { ROOT_CONTEXT, type Span, SpanKind, type SpanOptions, SpanStatusCode, type Tracer, context, isSpanContextValid, trace } from '@opentelemetry/api';
 import type { SpanContext } from '@opentelemetry/api';
-import type { NewJob } from '../core/storage.js';
+import type { ClaimedJob, NewJob } from '../core/storage.js';
 import type { WorkerObserver } from './observer.js';
 import { VERSION } from './version.js';
 
 const SYSTEM = 'leasehold';
-const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+// version 00, lowercase hex: its fields then sit at fixed offsets, so nothing needs capturing
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+const ZERO_TRACE_ID = '0'.repeat(32);
+const ZERO_SPAN_ID = '0'.repeat(16);
+// queues are the app's own few names; the bound only keeps made-up names from growing it
+const MAX_QUEUES = 256;
 
 // a proxy that finds the app's provider when a span starts, so one made at load serves a provider registered later
 let cached: Tracer | undefined;
@@ -27,11 +33,34 @@ export function toTraceparent(sc: SpanContext): string {
 
 /** A stored traceparent as a remote span context, or undefined when absent or malformed. */
 export function fromTraceparent(tp: string | undefined): SpanContext | undefined {
-  const m = tp === undefined ? null : TRACEPARENT.exec(tp);
-  if (!m) return undefined;
-  const sc: SpanContext = { traceId: m[1] as string, spanId: m[2] as string, traceFlags: parseInt(m[3] as string, 16), isRemote: true };
-  return isSpanContextValid(sc) ? sc : undefined;
+  if (tp === undefined || !TRACEPARENT.test(tp)) return undefined;
+  const traceId = tp.slice(3, 35);
+  const spanId = tp.slice(36, 52);
+  if (traceId === ZERO_TRACE_ID || spanId === ZERO_SPAN_ID) return undefined;
+  return { traceId, spanId, traceFlags: parseInt(tp.slice(53), 16), isRemote: true };
 }
+
+/** How spans of one operation on one queue start: the name, and what samplers see. */
+interface Start {
+  name: string;
+  options: SpanOptions;
+}
+
+// the same for every span of an operation on a queue, so made once (the SDK copies what it is given)
+function starts(operation: 'send' | 'process', kind: SpanKind): (queue: string) => Start {
+  const byQueue = new Map<string, Start>();
+  return (queue) => {
+    let start = byQueue.get(queue);
+    if (start) return start;
+    if (byQueue.size >= MAX_QUEUES) byQueue.clear();
+    const attributes = { 'messaging.system': SYSTEM, 'messaging.operation.type': operation, 'messaging.operation.name': operation, 'messaging.destination.name': queue };
+    start = { name: `${operation} ${queue}`, options: { kind, attributes } };
+    byQueue.set(queue, start);
+    return start;
+  };
+}
+const sendStart = starts('send', SpanKind.PRODUCER);
+const processStart = starts('process', SpanKind.CONSUMER);
 
 /** What an enqueue call tells its span once the rows are written (or not). */
 export interface SendSpan {
@@ -41,22 +70,17 @@ export interface SendSpan {
 
 /**
  * Starts the producer span of one enqueue call and stamps its traceparent on the rows; none
- * when no tracer records (the rows stay unstamped).
+ * when no tracer records (the rows stay unstamped: a link to an unrecorded span leads nowhere).
  */
 export function startSend(rows: NewJob[]): SendSpan | undefined {
   const first = rows[0];
   if (!first) return undefined;
-  const span = tracer().startSpan(`send ${first.queue}`, { kind: SpanKind.PRODUCER });
+  const start = sendStart(first.queue);
+  const span = tracer().startSpan(start.name, start.options);
   if (!span.isRecording()) return undefined;
   const single = rows.length === 1;
-  span.setAttributes({
-    'messaging.system': SYSTEM,
-    'messaging.operation.type': 'send',
-    'messaging.operation.name': 'send',
-    'messaging.destination.name': first.queue,
-    'leasehold.job.type': first.type,
-    ...(single ? {} : { 'messaging.batch.message_count': rows.length }),
-  });
+  span.setAttribute('leasehold.job.type', first.type);
+  if (!single) span.setAttribute('messaging.batch.message_count', rows.length);
   const tp = toTraceparent(span.spanContext());
   for (const row of rows) row.traceContext = tp;
   return {
@@ -78,24 +102,31 @@ function fail(span: Span, message: string): void {
 /** The worker's consumer span per attempt; the handler runs inside it. */
 export function tracingObserver(): WorkerObserver {
   const t = tracer();
+  // the jobs of one enqueue call share its traceparent and are mostly claimed together: parsed once
+  let linked: { tp: string; queue: string; options: SpanOptions } | undefined;
+  const optionsFor = (job: ClaimedJob, start: Start): SpanOptions => {
+    const tp = job.traceContext;
+    if (tp === undefined) return start.options;
+    if (linked?.tp !== tp || linked.queue !== job.queue) {
+      const enqueued = fromTraceparent(tp);
+      linked = { tp, queue: job.queue, options: enqueued ? { ...start.options, links: [{ context: enqueued }] } : start.options };
+    }
+    return linked.options;
+  };
   return {
     attempt(job, run) {
-      const enqueued = fromTraceparent(job.traceContext);
       // a root of its own: the worker's dispatch may run inside the previous attempt's context
-      const span = t.startSpan(`process ${job.queue}`, { kind: SpanKind.CONSUMER, ...(enqueued ? { links: [{ context: enqueued }] } : {}) }, ROOT_CONTEXT);
+      const start = processStart(job.queue);
+      const span = t.startSpan(start.name, optionsFor(job, start), ROOT_CONTEXT);
       if (!span.isRecording()) {
-        run();
+        // sampled out, it still tells the handler's own spans that its trace is not kept; without a provider there is nothing to tell
+        if (isSpanContextValid(span.spanContext())) context.with(trace.setSpan(ROOT_CONTEXT, span), run);
+        else run();
         return undefined;
       }
-      span.setAttributes({
-        'messaging.system': SYSTEM,
-        'messaging.operation.type': 'process',
-        'messaging.operation.name': 'process',
-        'messaging.destination.name': job.queue,
-        'messaging.message.id': job.id,
-        'leasehold.job.type': job.type,
-        'leasehold.job.attempt': job.attempts,
-      });
+      span.setAttribute('messaging.message.id', job.id);
+      span.setAttribute('leasehold.job.type', job.type);
+      span.setAttribute('leasehold.job.attempt', job.attempts);
       context.with(trace.setSpan(ROOT_CONTEXT, span), run);
       return {
         ended({ outcome, error }) {
