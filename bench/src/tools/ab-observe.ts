@@ -1,17 +1,19 @@
 /**
  * What metrics and tracing cost a drain: the same build, drained bare (no observer, tracing
- * off) and observed (leasehold's Prometheus metrics with the registry scraped every second and
- * the database sampled at the minimum interval, plus an OpenTelemetry SDK registered: a
- * BasicTracerProvider with a batch processor into an exporter that drops what it is given
- * (BENCH_EXPORTER=memory: an in-memory one that keeps every span) and the
- * AsyncLocalStorage context manager, jobs enqueued under it so each attempt's span has its
- * link), alternated run by run so the machine's drift hits both alike:
- *   node --import tsx src/tools/ab-observe.ts sqlite 20000 10 6
- * Each run is a child process (this file with `--child bare|observed db n c`; PROFILE_OUT
- * profiles a child's drain). A fifth argument, `metrics`, `tracing`, `api-only` (leasehold's
- * spans on without an SDK, the default) or `sampled` (observed, the SDK keeping 1 trace in 100),
- * measures that against bare instead. Prints the
- * median (min–max) of jobs/s and of the worker's CPU per job for each, and observed ÷ bare.
+ * off) and in other modes, alternated run by run so the machine's drift hits all alike:
+ *   node --import tsx src/tools/ab-observe.ts sqlite 20000 10 6 [modes]
+ * A mode joins parts with `+`: `metrics` (leasehold's Prometheus metrics, the registry scraped
+ * every second, the database sampled at the minimum interval), `api` (leasehold's spans on with
+ * no SDK registered: the default Worker), `sdk` (an OpenTelemetry SDK registered and recording
+ * every span: a BasicTracerProvider with a batch processor into an exporter that drops what it
+ * is given, or with BENCH_EXPORTER=memory an in-memory one that keeps every span, and the
+ * AsyncLocalStorage context manager; jobs are enqueued under it, so each recorded enqueue's
+ * jobs carry its traceparent) or `sdk@R` (the same SDK keeping a fraction R of traces:
+ * ParentBased(TraceIdRatioBased(R))). Older names: `tracing` = sdk, `api-only` = api,
+ * `observed` = metrics+sdk, `sampled` = metrics+sdk@0.01 (the default). Several modes,
+ * comma-separated, run side by side with bare in the same run. Each run is a child process
+ * (this file with `--child mode db n c`; PROFILE_OUT profiles a child's drain). Prints the
+ * median (min–max) of jobs/s and of the worker's CPU per job for each mode, and mode ÷ bare.
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -23,19 +25,26 @@ import { profileSection } from './profiling.ts';
 interface Run { jobsPerS: number; usPerJob: number; spans: number }
 
 const args = process.argv.slice(2);
-// tracing: the SDK registered, leasehold's spans on, no metrics; api-only: leasehold's spans on and no SDK (the default Worker)
-// sampled: as observed, with the SDK keeping one trace in a hundred (ParentBased(TraceIdRatio 0.01))
-type Mode = 'bare' | 'observed' | 'metrics' | 'tracing' | 'api-only' | 'sampled';
-if (args[0] === '--child') await child(args[1] as Mode, args[2] as Db, Number(args[3]), Number(args[4]));
+const ALIASES: Record<string, string> = { tracing: 'sdk', 'api-only': 'api', observed: 'metrics+sdk', sampled: 'metrics+sdk@0.01' };
+/** What a mode turns on: metrics, leasehold's spans, an SDK and the fraction of traces it keeps. */
+interface Setup { metrics: boolean; spans: boolean; sdk: boolean; ratio: number }
+function setup(mode: string): Setup {
+  const parts = (ALIASES[mode] ?? mode).split('+');
+  const sdk = parts.find((p) => p === 'sdk' || p.startsWith('sdk@'));
+  for (const p of parts) if (p !== 'bare' && p !== 'metrics' && p !== 'api' && p !== sdk) throw new Error(`unknown mode part ${p} in ${mode}`);
+  return { metrics: parts.includes('metrics'), spans: parts.includes('api') || sdk !== undefined, sdk: sdk !== undefined, ratio: sdk?.startsWith('sdk@') ? Number(sdk.slice(4)) : 1 };
+}
+if (args[0] === '--child') await child(args[1] as string, args[2] as Db, Number(args[3]), Number(args[4]));
 else parent(args);
 
-function parent([db = 'sqlite', n = '20000', c = '10', reps = '6', other = 'observed']: string[]): void {
-  // a fifth argument measures another mode against bare (see the header)
-  const modes = ['bare', other as Mode] as const;
-  const runs: Record<string, Run[]> = { [modes[0]]: [], [modes[1]]: [] };
+function parent([db = 'sqlite', n = '20000', c = '10', reps = '6', others = 'sampled']: string[]): void {
+  // the fifth argument: the modes measured against bare (see the header)
+  const modes = ['bare', ...others.split(',')];
+  for (const m of modes) setup(m);
+  const runs: Record<string, Run[]> = Object.fromEntries(modes.map((m) => [m, []]));
   for (let r = 0; r < Number(reps); r++) {
-    // alternate which goes first, so neither always runs on a warmer machine
-    for (const mode of r % 2 === 0 ? modes : [...modes].reverse()) {
+    // rotate which goes first, so none always runs on a warmer machine
+    for (const mode of modes.map((_, i) => modes[(i + r) % modes.length] as string)) {
       const out = execFileSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', mode, db, n, c], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
       const line = out.trim().split('\n').find((l) => l.startsWith('{'));
       if (!line) throw new Error(`${mode}: no result line in\n${out}`);
@@ -49,14 +58,12 @@ function parent([db = 'sqlite', n = '20000', c = '10', reps = '6', other = 'obse
     const rs = runs[mode] ?? [];
     console.log(`${db} ${mode}: jobs/s ${stats(rs.map((x) => x.jobsPerS))}; worker µs/job ${stats(rs.map((x) => x.usPerJob))}; spans ${median(rs.map((x) => x.spans))}`);
   }
-  const ratio = (f: (x: Run) => number) => (median((runs[modes[1]] ?? []).map(f)) / median((runs.bare ?? []).map(f))).toFixed(3);
-  console.log(`${db} ${modes[1]} ÷ bare: jobs/s ${ratio((x) => x.jobsPerS)}, worker CPU per job ${ratio((x) => x.usPerJob)}`);
+  const ratio = (mode: string, f: (x: Run) => number) => (median((runs[mode] ?? []).map(f)) / median((runs.bare ?? []).map(f))).toFixed(3);
+  for (const mode of modes.slice(1)) console.log(`${db} ${mode} ÷ bare: jobs/s ${ratio(mode, (x) => x.jobsPerS)}, worker CPU per job ${ratio(mode, (x) => x.usPerJob)}`);
 }
 
-async function child(mode: Mode, db: Db, n: number, c: number): Promise<void> {
-  const sdk = mode === 'observed' || mode === 'tracing' || mode === 'sampled';
-  const tracing = sdk || mode === 'api-only';
-  const metered = mode === 'observed' || mode === 'metrics' || mode === 'sampled';
+async function child(mode: string, db: Db, n: number, c: number): Promise<void> {
+  const { metrics: metered, spans: tracing, sdk, ratio } = setup(mode);
   process.env.LEASEHOLD_LOG_LEVEL ??= 'silent';
   let exported = 0;
   let flush = async () => {};
@@ -68,7 +75,7 @@ async function child(mode: Mode, db: Db, n: number, c: number): Promise<void> {
     // BENCH_EXPORTER=memory keeps every span (the heap grows by one span per job); the default drops each batch once exported
     const memory = new InMemorySpanExporter();
     const exporter = process.env.BENCH_EXPORTER === 'memory' ? memory : { export: (spans: unknown[], done: (r: { code: number }) => void) => ((exported += spans.length), done({ code: 0 })), shutdown: async () => {} };
-    const sampler = mode === 'sampled' ? { sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0.01) }) } : {};
+    const sampler = ratio < 1 ? { sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) }) } : {};
     const provider = new BasicTracerProvider({ ...sampler, spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 4096, maxExportBatchSize: 512, scheduledDelayMillis: 500 })] });
     // BENCH_CONTEXT=none: no context manager (spans are made and exported; none is active in the handler)
     if (process.env.BENCH_CONTEXT !== 'none') context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
@@ -96,7 +103,7 @@ async function child(mode: Mode, db: Db, n: number, c: number): Promise<void> {
   const stopProfile = await profileSection();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  const worker = new lh.Worker({ storage, jobs: [noop], concurrency: c, logger: lh.defaultLogger(), tracing, observers: metrics ? [metrics.observer] : [] });
+  const worker = new lh.Worker({ storage, jobs: [noop], concurrency: c, tracing, observers: metrics ? [metrics.observer] : [] });
   metrics?.track(worker);
   // Prometheus' scrapes, far more often than its usual 15 s
   const scraper = metrics && setInterval(() => void metrics.registry.metrics(), 1_000);
