@@ -6,7 +6,7 @@
  * the rest only to spans that record. Without a registered tracer provider every span is a
  * non-recording no-op: nothing is stored and the handler runs in the caller's context unchanged.
  */
-import { ROOT_CONTEXT, type Span, SpanKind, type SpanOptions, SpanStatusCode, type Tracer, context, isSpanContextValid, trace } from '@opentelemetry/api';
+import { INVALID_SPANID, INVALID_TRACEID, ROOT_CONTEXT, type Span, SpanKind, type SpanOptions, SpanStatusCode, type Tracer, context, trace } from '@opentelemetry/api';
 import type { SpanContext } from '@opentelemetry/api';
 import type { ClaimedJob, NewJob } from '../core/storage.js';
 import type { WorkerObserver } from './observer.js';
@@ -15,8 +15,6 @@ import { VERSION } from './version.js';
 const SYSTEM = 'leasehold';
 // version 00, lowercase hex: its fields then sit at fixed offsets, so nothing needs capturing
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
-const ZERO_TRACE_ID = '0'.repeat(32);
-const ZERO_SPAN_ID = '0'.repeat(16);
 // queues are the app's own few names; the bound only keeps made-up names from growing it
 const MAX_QUEUES = 256;
 
@@ -36,7 +34,7 @@ export function fromTraceparent(tp: string | undefined): SpanContext | undefined
   if (tp === undefined || !TRACEPARENT.test(tp)) return undefined;
   const traceId = tp.slice(3, 35);
   const spanId = tp.slice(36, 52);
-  if (traceId === ZERO_TRACE_ID || spanId === ZERO_SPAN_ID) return undefined;
+  if (traceId === INVALID_TRACEID || spanId === INVALID_SPANID) return undefined;
   return { traceId, spanId, traceFlags: parseInt(tp.slice(53), 16), isRemote: true };
 }
 
@@ -119,8 +117,8 @@ export function tracingObserver(): WorkerObserver {
       const start = processStart(job.queue);
       const span = t.startSpan(start.name, optionsFor(job, start), ROOT_CONTEXT);
       if (!span.isRecording()) {
-        // sampled out, it still tells the handler's own spans that its trace is not kept; without a provider there is nothing to tell
-        if (isSpanContextValid(span.spanContext())) context.with(trace.setSpan(ROOT_CONTEXT, span), run);
+        // sampled out, it still tells the handler's own spans that its trace is not kept; the API's no-op span (no provider) has no trace to tell of
+        if (span.spanContext().traceId !== INVALID_TRACEID) context.with(trace.setSpan(ROOT_CONTEXT, span), run);
         else run();
         return undefined;
       }
