@@ -40,13 +40,13 @@ export function withKeyOf(def: JobDefinition<unknown>, payload: unknown, options
   return key === null || key === undefined ? options : { ...options, concurrencyKey: key };
 }
 
-/** A schedule's type known and its payload accepted by the type's schema (its output stored), as for an enqueue. */
+/** A schedule's type known and its payload accepted by the type's schema; stored as given, as an enqueue's. */
 export async function checkSchedule(registry: JobRegistry | null, input: ScheduleInput): Promise<ScheduleInput> {
   if (!registry) return input;
   const def = registry.get(input.type);
   if (!def) throw new UnknownJobTypeError(input.type, registry.types);
-  if (!def.schema) return input;
-  return { ...input, payload: await validateWithSchema(input.type, def.schema, input.payload ?? {}) };
+  if (def.schema) await validateWithSchema(input.type, def.schema, input.payload ?? {});
+  return input;
 }
 
 /** Each insert result as the job it answers with; `woken` when local workers have a job to look at. */

@@ -136,7 +136,9 @@ export class Client<const J extends JobList = any> {
     const def = this.registry.get(item.type);
     if (!def) throw new UnknownJobTypeError(item.type, this.registry.types);
     const defaults = defaultsFor(def, this.#defaults);
-    const build = (payload: unknown) => buildNewJob(item.type, payload, withKeyOf(def, payload, options), defaults, this.#maxPayloadBytes, now);
+    // The payload is stored as given: the worker runs the schema again and hands its output to
+    // the handler, so a transform's output (a Date, a number from a string) never has to be JSON.
+    const build = (output: unknown) => buildNewJob(item.type, item.payload, withKeyOf(def, output, options), defaults, this.#maxPayloadBytes, now);
     if (!def.schema) return build(item.payload);
     return validateWithSchema(item.type, def.schema, item.payload).then(build);
   }

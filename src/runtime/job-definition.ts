@@ -61,8 +61,9 @@ export interface JobDefinition<P = unknown, T extends string = string, I = P> {
   handler: JobHandler<P>;
   /**
    * A [Standard Schema](https://standardschema.dev) (zod, valibot, arktype…) for the payload:
-   * checked at enqueue (a `ValidationError`, code `PAYLOAD_SCHEMA`, and nothing written), its
-   * output is what is stored, and checked again before the handler runs.
+   * checked at enqueue (a `ValidationError`, code `PAYLOAD_SCHEMA`, and nothing written), which
+   * stores the payload as given; before the handler runs it is checked again and the handler gets
+   * its output (defaults and transforms applied).
    */
   schema?: StandardSchemaV1<I, P>;
   /** Delays between attempts (default: exponential from 1 s, ×2, capped at 1 h, equal jitter). */

@@ -1,5 +1,5 @@
 /**
- * Client.enqueueMany's own work around jobs.insert: per-type defaults, schema transforms applied
+ * Client.enqueueMany's own work around jobs.insert: per-type defaults, payloads stored as given
  * in order, one tx per batch, and results that never share an object — the client marks the
  * rows an adapter hands back in place instead of copying them.
  */
@@ -54,7 +54,7 @@ describe('client enqueueMany', () => {
     assert.notEqual(res[0], res[2]);
   });
 
-  test('per-type defaults and schema transforms reach storage, item by item in order', async () => {
+  test('per-type defaults reach storage item by item in order, each payload as given (the schema runs again before the handler)', async () => {
     const { storage, calls } = stubStorage((jobs) => jobs.map((j, i) => ({ job: row(String(i + 1), j), created: true, outcome: 'created' as const })));
     const typed = defineJob({ type: 'typed', queue: 'billing', priority: 3, maxAttempts: 2, timeoutMs: 50, maxRuntimeMs: 60, schema: z.object({ n: z.preprocess(Number, z.number()) }), handler: () => {} });
     const plain = defineJob({ type: 'plain', handler: () => {} });
@@ -66,9 +66,9 @@ describe('client enqueueMany', () => {
     ]);
     const sent = calls[0] ?? [];
     assert.deepEqual(sent.map((j) => [j.type, j.payload, j.queue, j.priority, j.maxAttempts, j.timeoutMs, j.maxRuntimeMs]), [
-      ['typed', { n: 1 }, 'billing', 3, 2, 50, 60],
+      ['typed', { n: '1' }, 'billing', 3, 2, 50, 60],
       ['plain', { n: '2' }, 'q0', 0, 7, 300_000, 3_600_000],
-      ['typed', { n: 3 }, 'billing', 9, 2, 50, 60],
+      ['typed', { n: '3' }, 'billing', 9, 2, 50, 60],
     ]);
   });
 
