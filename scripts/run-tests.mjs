@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Runs every *.test.ts under src/ and test/ with node's test runner (through tsx), then says
+// Runs every *.test.ts under src/, test/ and examples/ with node's test runner (through tsx), then says
 // loudly which database suites were skipped and why. Extra args are passed to node --test.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, existsSync } from 'node:fs';
@@ -18,7 +18,7 @@ function walk(dir, out) {
   }
   return out;
 }
-let files = ['src', 'test'].flatMap((d) => walk(path.join(root, d), [])).sort();
+let files = ['src', 'test', 'examples'].flatMap((d) => walk(path.join(root, d), [])).sort();
 if (filter.length) files = files.filter((f) => filter.some((x) => f.includes(x)));
 if (files.length === 0) {
   console.error('no test files matched');
