@@ -4,7 +4,6 @@
  * Errors: one line `leasehold: <why> [CODE]` and an exit code per kind (see errors.ts).
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { parsePayloadText } from '../core/index.js';
 import type { JobStatus } from '../core/status.js';
 import { JOB_STATUSES } from '../core/status.js';
 import type { Storage } from '../core/storage.js';
@@ -12,8 +11,9 @@ import { type Client, createClient } from '../runtime/client.js';
 import { VERSION } from '../runtime/version.js';
 import { DEFAULT_DB_URL, openStorage } from '../storage/open.js';
 import { EXIT, describeError, exitCodeOf, usageLine } from './errors.js';
-import { jobDetail, jobsTable, table, iso } from './format.js';
-import { parseDate, parseDuration, parseId, parseIntIn } from './parse.js';
+import { jobDetail, jobsTable, table } from './format.js';
+import { parseId, parseIntIn } from './parse.js';
+import { registerEnqueueCommand } from './enqueue-command.js';
 import { registerWorkerCommands } from './worker-commands.js';
 import { registerScheduleCommands } from './schedule-commands.js';
 import { registerQueueCommands } from './queue-commands.js';
@@ -60,32 +60,7 @@ export function buildProgram(): Command {
       });
     });
 
-  program
-    .command('enqueue <type> [payload]')
-    .description('add a job; payload is JSON (default {})')
-    .addOption(new Option('--run-at <iso>', 'run at this time').argParser(parseDate).conflicts('delay'))
-    .addOption(new Option('--delay <duration>', 'run after this long: 30s, 10m, 2h').argParser(parseDuration))
-    .option('--queue <name>', 'queue name')
-    .option('--priority <n>', 'lower runs first', parseIntIn(-32768, 32767))
-    .option('--max-attempts <n>', 'attempts before the job is dead', parseIntIn(1, 1_000_000))
-    .option('--key <key>', 'idempotency key: a second enqueue with it returns the first job')
-    .option('--timeout <duration>', 'inactivity timeout per attempt', parseDuration)
-    .option('--json', 'print the job as JSON')
-    .action(async (type: string, payloadText: string | undefined, o: Record<string, unknown>, cmd: Command) => {
-      const payload = parsePayloadText(payloadText ?? '{}');
-      await withStorage(cmd, async (storage) => {
-        const job = await createClient({ storage }).enqueue(type, payload, {
-          ...(o.runAt ? { runAt: o.runAt as Date } : {}),
-          ...(o.delay !== undefined ? { delayMs: o.delay as number } : {}),
-          ...(o.queue !== undefined ? { queue: o.queue as string } : {}),
-          ...(o.priority !== undefined ? { priority: o.priority as number } : {}),
-          ...(o.maxAttempts !== undefined ? { maxAttempts: o.maxAttempts as number } : {}),
-          ...(o.key !== undefined ? { idempotencyKey: o.key as string } : {}),
-          ...(o.timeout !== undefined ? { timeoutMs: o.timeout as number } : {}),
-        });
-        print(o.json as boolean, job, () => `${job.created ? 'enqueued' : 'already enqueued (same key)'} job ${job.id} (${job.type}, queue ${job.queue}, run at ${iso(job.runAt)})`);
-      });
-    });
+  registerEnqueueCommand(program);
 
   const jobs = program.command('jobs').description('inspect jobs');
   jobs
