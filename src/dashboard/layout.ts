@@ -46,7 +46,7 @@ const next = <T extends string>(list: readonly T[], v: T): T => list[(list.index
 
 function head(base: string, title: string, csrf: string | null): Html {
   return html`<meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="same-origin">
-${csrf === null ? '' : html`<meta name="csrf-token" content="${csrf}">`}<title>${title} · leasehold</title><link rel="stylesheet" href="${base}${STYLE.path}">`;
+${csrf === null ? '' : html`<meta name="csrf-token" content="${csrf}">`}<title>${title} · leasehold</title><link rel="icon" href="data:,"><link rel="stylesheet" href="${base}${STYLE.path}">`;
 }
 
 export function layout(ctx: PageContext, spec: PageSpec): Html {

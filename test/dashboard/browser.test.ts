@@ -3,42 +3,30 @@
  * browser is ever downloaded): a SQLite database with jobs a real worker ran (one dead after
  * three failed attempts), open the overview, go to the dead job, click Retry, and check the
  * database says queued. A payload with <script> must not run. With UPDATE_SCREENSHOT=1 it
- * rewrites docs/dashboard.png and docs/dashboard-job.png.
+ * rewrites docs/dashboard.png, docs/dashboard-job.png and docs/dashboard-phone.png. Every page
+ * fits a 390 px phone; signing out makes copied cookies worthless.
  *
  * No Chromium: the suite is SKIPPED loudly (reported at the end of `npm test`); it fails
  * instead when LEASEHOLD_REQUIRE_BROWSER=1 or LEASEHOLD_REQUIRE_DBS=all (CI).
  */
 import assert from 'node:assert/strict';
-import { appendFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import type { Browser } from 'playwright-core';
-import { chromium } from 'playwright-core';
 import type { Storage } from '../../src/core/storage.js';
 import { serveDashboard } from '../../src/dashboard/index.js';
 import type { RunningDashboard } from '../../src/dashboard/index.js';
 import { Client } from '../../src/runtime/client.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
+import { withOperatorApi } from '../../src/runtime/operator.js';
 import { Worker } from '../../src/runtime/worker.js';
 import { sqliteStorage } from '../../src/storage/sqlite/index.js';
-import { XSS } from './support.js';
-
-const CHROMIUM = process.env.LEASEHOLD_CHROMIUM ?? '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
-const required = process.env.LEASEHOLD_REQUIRE_BROWSER === '1' || (process.env.LEASEHOLD_REQUIRE_DBS ?? '').split(',').includes('all');
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
-
-function skipReason(): string | null {
-  if (existsSync(CHROMIUM)) return null;
-  const msg = `no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set LEASEHOLD_CHROMIUM)`;
-  if (required) throw new Error(`dashboard browser test: ${msg}, and CI requires it`);
-  const line = `SKIPPED dashboard browser test: ${msg}.`;
-  process.stderr.write(`\n!!! ${line}\n\n`);
-  if (process.env.LEASEHOLD_SKIP_REPORT) appendFileSync(process.env.LEASEHOLD_SKIP_REPORT, `${line}\n`);
-  return line;
-}
+import { upsertSchedule } from '../../src/runtime/scheduler.js';
+import { launch, openPage, root, skipReason } from './browser-support.js';
+import { TOKEN, XSS } from './support.js';
 
 const skip = skipReason();
 
@@ -48,6 +36,7 @@ describe('dashboard in a browser', { skip: skip ?? false }, () => {
   let client: Client;
   let worker: Worker | undefined;
   let dash: RunningDashboard;
+  let guarded: RunningDashboard;
   let browser: Browser;
   let deadId: string;
   let xssId: string;
@@ -89,13 +78,17 @@ describe('dashboard in a browser', { skip: skip ?? false }, () => {
     // A live worker that does not handle invoices: a retried invoice then stays queued.
     worker = new Worker({ storage, jobs: [report], concurrency: 2, pollIntervalMs: 50, sweeper: false, logger, workerId: 'web-2:reports' });
     await worker.start();
-    dash = await serveDashboard({ client, port: 0, host: '127.0.0.1' });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+    await upsertSchedule(storage, { name: 'nightly-invoice-reminders', cron: '30 2 * * *', timezone: 'Europe/Warsaw', type: 'send-invoice-email', payload: {} });
+    await storage.locks.acquire({ name: 'monthly-statement-export', owner: 'web-1:invoices pid 4242', ttlMs: 600_000, slots: 1 });
+    dash = await serveDashboard({ client: withOperatorApi(client), port: 0, host: '127.0.0.1' });
+    guarded = await serveDashboard({ client: withOperatorApi(client), port: 0, host: '127.0.0.1', token: TOKEN });
+    browser = await launch();
   });
 
   after(async () => {
     await browser?.close();
     await dash?.close();
+    await guarded?.close();
     await worker?.stop({ deadlineMs: 1_000 });
     await storage?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
@@ -135,5 +128,41 @@ describe('dashboard in a browser', { skip: skip ?? false }, () => {
     assert.match((await page.locator('script').first().getAttribute('src')) ?? '', /^\/assets\/dashboard-[0-9a-f]{12}\.js$/);
     assert.deepEqual(dialogs, []);
     await page.close();
+  });
+
+  test('every page fits a 390 px wide phone: no horizontal scroll', async () => {
+    const { page, problems } = await openPage(browser, { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    for (const p of ['', 'jobs', 'jobs?status=dead', `jobs/${deadId}`, `jobs/${xssId}`, 'queues', 'schedules', 'locks', 'workers']) {
+      await page.goto(`${dash.url}${p}`);
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(width <= 390, `/${p} is ${width} px wide`);
+    }
+    await page.goto(`${dash.url}jobs`);
+    if (process.env.UPDATE_SCREENSHOT === '1') await page.screenshot({ path: path.join(root, 'docs/dashboard-phone.png'), fullPage: false });
+    assert.deepEqual(problems, []);
+    await page.context().close();
+  });
+
+  test('sign in, sign out: the cookies copied before sign-out are refused after it', async () => {
+    const { page, problems } = await openPage(browser);
+    await page.goto(guarded.url);
+    await page.waitForURL(/\/login\?next=/);
+    await page.getByLabel('Dashboard token').fill(TOKEN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    const copied = await page.context().cookies();
+    assert.deepEqual(copied.map((c) => c.name).sort(), ['leasehold_auth', 'leasehold_sid']);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/\/login$/);
+
+    const replay = await browser.newContext();
+    await replay.addCookies(copied);
+    const again = await replay.newPage();
+    await again.goto(guarded.url);
+    await again.waitForURL(/\/login\?next=/);
+    assert.equal((await replay.request.get(`${guarded.url}api/overview`)).status(), 401);
+    assert.deepEqual(problems, []);
+    await replay.close();
+    await page.context().close();
   });
 });
