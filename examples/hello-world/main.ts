@@ -7,10 +7,11 @@ const hello = defineJob({
     await ctx.once(`greet:${ctx.job.id}`, () => console.log(`hello, ${p.name}!`));
   },
 });
+const jobs = [hello];
 
 const storage = await openStorage(process.env.LEASEHOLD_DB ?? 'sqlite:hello.db');
 await storage.migrate();
-await createClient({ storage, jobs: [hello] }).enqueue('hello', { name: 'world' });
-const report = await new Worker({ storage, jobs: [hello], logger: (await import('pino')).pino({ level: 'warn' }) }).drain({ maxMs: 10_000 });
+await createClient({ storage, jobs }).enqueue('hello', { name: 'world' });
+const report = await new Worker({ storage, jobs, logger: (await import('pino')).pino({ level: 'warn' }) }).drain({ maxMs: 10_000 });
 console.log(`processed ${report.processed} job(s): ${JSON.stringify(report.outcomes)}`);
 await storage.close();

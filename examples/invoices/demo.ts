@@ -36,15 +36,11 @@ const dup = await client.enqueue('send-invoice-email', { invoiceId: 'INV-0001', 
 await client.enqueue('daily-report', { day: new Date().toISOString().slice(0, 10) }, { delayMs: 1_000 });
 console.log(`enqueued 31 jobs (a second enqueue of INV-0001 returned job ${dup.id}: created=${dup.created})`);
 
+// declared in code: its type and payload are checked against the job list, here and at compile time
+await client.syncSchedules([{ name: 'outbox-cleanup', type: 'cleanup', everyMs: 2_000, payload: { keepLast: 1000 } }]);
+
 const logger = pino({ level: process.env.LEASEHOLD_LOG_LEVEL ?? 'warn' });
-const worker = new Worker({
-  storage,
-  jobs,
-  concurrency: 5,
-  pollIntervalMs: 100,
-  logger,
-  schedules: [{ name: 'outbox-cleanup', type: 'cleanup', everyMs: 2_000, payload: { keepLast: 1000 } }],
-});
+const worker = new Worker({ storage, jobs, concurrency: 5, pollIntervalMs: 100, logger });
 await worker.start();
 
 // Until every invoice and the report are settled and the schedule has fired at least once.
@@ -62,7 +58,7 @@ for (const c of await client.countJobs()) if (c.type !== 'cleanup') byStatus[c.s
 const cleanupJobs = await client.listJobs({ type: 'cleanup', limit: 100 });
 const emails = readFileSync(process.env.OUTBOX, 'utf8').split('\n').filter(Boolean).length;
 console.log(`invoice and report jobs by status: ${JSON.stringify(byStatus)}`);
-console.log(`emails in the outbox: ${emails}; effect ledger entries: ${await storage.effects.count()}`);
+console.log(`emails in the outbox: ${emails}; effect ledger entries: ${(await client.listEffects({ limit: 1000 })).length}`);
 console.log(`schedule outbox-cleanup (every 2 s) enqueued ${cleanupJobs.length} job(s) so far, each for its own slot: ${cleanupJobs.map((j) => j.slotAt?.toISOString().slice(11, 19)).join(', ')}`);
 const flaky = (await client.listJobs({ type: 'send-invoice-email', limit: 100 })).find((j) => j.attempts > 1 && j.status === 'succeeded');
 if (flaky) {
