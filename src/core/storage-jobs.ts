@@ -185,6 +185,8 @@ export interface AttemptRow {
   errorStack: string | null;
   /** for retried attempts: how long until the next try */
   retryDelayMs: number | null;
+  /** how long the job waited for this attempt: startedAt minus the job's runAt when it was claimed (whole ms, >= 0) */
+  waitMs: number;
 }
 export interface JobQuery {
   status?: JobStatus | undefined;

@@ -47,6 +47,19 @@
  *   finished_at cleared. jobs.cancel: from queued/failed/running → cancelled, finished_at = now,
  *   lease cleared, last_error_code 'CANCELLED'; a running attempt closes as 'cancelled'.
  *   Both return the row as it is afterwards (null if no such job) and whether they applied.
+ * - Operator events (./storage-events.ts): jobs.retry / jobs.cancel given an `actor` (checked by
+ *   core/operator.ts, with `source`) write one job_events row ('retried' / 'cancelled', at = now,
+ *   detail: the status and attempts before, the job's last attempt row id after the change's own
+ *   writes, bulkId) in the same transaction as the change, only when it applied. jobs.events
+ *   lists a job's events oldest first (id order), at most `limit` (default EVENTS_LIMIT).
+ *   jobs.bulk is one transaction over the jobs with id in (afterId, throughId] matching the
+ *   filter and in a status the action may leave (core/operator.ts ACTION_STATUSES), lowest ids
+ *   first, at most `limit`: each is changed exactly as jobs.retry / jobs.cancel would with the
+ *   actor (its event carries bulkId), or deleted with its attempts and events ('delete': never a
+ *   running job, never the effect ledger); status is read under the write's lock, so a job a
+ *   claimer took meanwhile is judged as running. `next` is the last id taken when `limit` were
+ *   taken, else throughId. jobs.bulkCount counts what jobs.bulk would take over a range, no limit.
+ * - Every attempt row has wait_ms (waitMs): started_at minus the job's run_at when it was claimed.
  * - effects.reserve, one transaction: 'lost' unless the job is running under this lease_token;
  *   no row → insert (key, job_id, lease_token, 'pending') → 'reserved'; a 'done' row →
  *   'done' with its result; a 'pending' row under this token → 'reserved'; a 'pending' row
@@ -63,8 +76,9 @@
  *   their job for type and queue (an attempt whose job was pruned is not counted).
  * - alerts.transition: one guarded write; applies only when the rule's row has `episode` (or,
  *   for episode 0, no row exists): sets state, value, since = now, episode + 1.
- * - jobs.prune deletes jobs (and their attempts) whose status is listed and whose finished_at is
- *   older than now - olderThanMs, at most `limit`. The effect ledger is never pruned with them.
+ * - jobs.prune deletes jobs (and their attempts and events) whose status is listed and whose
+ *   finished_at is older than now - olderThanMs, at most `limit`. The effect ledger is never
+ *   pruned with them.
  * - diagnostics.prunable counts what jobs.prune with the same statuses and olderThanMs would
  *   delete, without a limit, and deletes nothing (`leasehold prune --dry-run`, doctor).
  *   diagnostics.inspect reads facts only: the indexes the adapter's migrations create and
@@ -77,12 +91,14 @@ import type { AttemptOutcomeCount, AttemptRow, ClaimParams, ClaimedJob, ExpiredL
 import type { InsertResult, JobCount, JobQuery, JobRow, NewJob, PruneParams } from './storage-jobs.js';
 import type { AlertStateRow, AlertTransition, EffectParams, EffectRecord, EffectReservation, EffectRow, MigrateResult, QueueHealth, QueueState, WorkerInfo, WorkerRow } from './storage-rows.js';
 import type { PrunableQuery, StorageFacts } from './storage-diagnostics.js';
+import type { BulkBatch, BulkBatchResult, BulkRange, JobEvent, OperatorChange } from './storage-events.js';
 
 // the rows, params and results live in ./storage-jobs.ts and ./storage-rows.ts; re-exported
 // here so the contract keeps one import path for adapters, runtime and users
 export type * from './storage-jobs.js';
 export type * from './storage-rows.js';
 export type * from './storage-diagnostics.js';
+export type * from './storage-events.js';
 
 export interface Capabilities {
   /** several processes may use the same database at once */
@@ -99,12 +115,18 @@ export interface JobStore {
   insert(params: { jobs: readonly NewJob[]; tx?: unknown }): Promise<InsertResult[]>;
   get(params: { id: string }): Promise<JobRow | null>;
   list(params: JobQuery): Promise<JobRow[]>;
-  /** Admin "retry now": queued/failed/dead/cancelled → queued, due now, attempts reset. */
-  retry(params: { id: string }): Promise<{ job: JobRow | null; applied: boolean }>;
-  /** Admin cancel: queued/failed/running → cancelled; a running job loses its lease. */
-  cancel(params: { id: string }): Promise<{ job: JobRow | null; applied: boolean }>;
-  /** Delete finished jobs (and their attempts) past retention; returns how many. */
+  /** Admin "retry now": queued/failed/dead/cancelled → queued, due now, attempts reset; recorded when an actor is given. */
+  retry(params: OperatorChange): Promise<{ job: JobRow | null; applied: boolean }>;
+  /** Admin cancel: queued/failed/running → cancelled; a running job loses its lease; recorded when an actor is given. */
+  cancel(params: OperatorChange): Promise<{ job: JobRow | null; applied: boolean }>;
+  /** Delete finished jobs (and their attempts and events) past retention; returns how many. */
   prune(params: PruneParams): Promise<number>;
+  /** A job's operator events, oldest first. */
+  events(params: { jobId: string; limit?: number | undefined }): Promise<JobEvent[]>;
+  /** One batch of a bulk action, in one transaction: what it changed and where the next batch starts. */
+  bulk(params: BulkBatch): Promise<BulkBatchResult>;
+  /** How many jobs of the range jobs.bulk would take now (no limit; reads only). */
+  bulkCount(params: BulkRange): Promise<number>;
 }
 
 /** Token-fenced leases on job rows: claim, heartbeat, finish, and the sweeper's query. */

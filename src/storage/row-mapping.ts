@@ -68,6 +68,7 @@ export function rowMappers(d: RowDecoders) {
       errorMessage: strOrNull(r.error_message),
       errorStack: strOrNull(r.error_stack),
       retryDelayMs: numOrNull(r.retry_delay_ms),
+      waitMs: Number(r.wait_ms),
     };
   }
 

@@ -14,7 +14,10 @@
 import { describe } from 'node:test';
 import type { Storage } from '../../src/core/storage.js';
 import { adminTests } from './admin.js';
+import { countTests } from './counts.js';
+import { bulkTests } from './bulk.js';
 import { effectTests } from './effects.js';
+import { eventTests } from './events.js';
 import { finishTests } from './finish.js';
 import { flowTests } from './flow.js';
 import { claimTests } from './jobs-claim.js';
@@ -43,6 +46,8 @@ export function runStorageConformance(h: ConformanceHarness): void {
     finishTests(h);
     sweepTests(h);
     adminTests(h);
+    eventTests(h);
+    bulkTests(h);
     listingTests(h);
     pruneTests(h);
     effectTests(h);

@@ -35,6 +35,7 @@ describe('mysql specific: attempt rows', { skip: url === null }, () => {
     assert.deepEqual(await s.attempts.list({ jobId: c!.id }), [{
       id: `running:${c!.id}`, jobId: c!.id, attempt: 1, workerId: 'w-att', leaseToken: c!.leaseToken, startedAt: c!.startedAt,
       finishedAt: null, durationMs: null, outcome: 'running', errorCode: null, errorMessage: null, errorStack: null, retryDelayMs: null,
+      waitMs: c!.startedAt!.getTime() - c!.runAt.getTime(),
     }]);
     const error = { code: 'E_ATT', message: 'boom', stack: 'Error: boom' };
     await s.leases.finish({ items: [{ id: c!.id, leaseToken: c!.leaseToken, status: 'failed', runAfterMs: 0, error, attempt: { outcome: 'failed', error, retryDelayMs: 250 } }] });

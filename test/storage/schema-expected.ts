@@ -15,7 +15,7 @@ export const EXPECTED_TABLES: Readonly<Record<string, readonly string[]>> = {
   ],
   job_attempts: [
     'id', 'job_id', 'attempt', 'worker_id', 'lease_token', 'started_at', 'finished_at', 'duration_ms', 'outcome',
-    'error_code', 'error_message', 'error_stack', 'retry_delay_ms',
+    'error_code', 'error_message', 'error_stack', 'retry_delay_ms', 'wait_ms',
   ],
   effects: ['key', 'job_id', 'lease_token', 'state', 'result', 'created_at', 'done_at'],
   workers: ['id', 'host', 'pid', 'version', 'queues', 'types', 'started_at', 'heartbeat_at'],
@@ -28,6 +28,7 @@ export const EXPECTED_TABLES: Readonly<Record<string, readonly string[]>> = {
   alert_states: ['rule', 'state', 'episode', 'since', 'value', 'updated_at'],
   queue_states: ['queue', 'paused', 'paused_at', 'updated_at'],
   flow_buckets: ['name', 'tokens', 'refilled_at'],
+  job_events: ['id', 'job_id', 'at', 'kind', 'actor', 'source', 'detail'],
   migrations: ['version', 'name', 'applied_at'],
 };
 

@@ -32,6 +32,7 @@ describe('sqlite specific: attempt rows', () => {
     assert.deepEqual(await s.attempts.list({ jobId: c!.id }), [{
       id: `running:${c!.id}`, jobId: c!.id, attempt: 1, workerId: 'w-att', leaseToken: c!.leaseToken, startedAt: c!.startedAt,
       finishedAt: null, durationMs: null, outcome: 'running', errorCode: null, errorMessage: null, errorStack: null, retryDelayMs: null,
+      waitMs: 0,
     }]);
     t += 1234;
     const error = { code: 'E_ATT', message: 'boom', stack: 'Error: boom' };

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { LeaseholdError } from '../../core/errors.js';
 import type { LockRow, ScheduleRow } from '../../core/schedules.js';
 import type { Bucket } from '../../core/flow.js';
-import type { AlertStateRow, AttemptRow, EffectRow, FinishParams, JobRow, QueueState, WorkerRow } from '../../core/storage.js';
+import type { AlertStateRow, AttemptRow, EffectRow, FinishParams, JobEvent, JobRow, QueueState, WorkerRow } from '../../core/storage.js';
 
 /** A job as stored: the payload kept as JSON text. */
 export interface StoredJob extends Omit<JobRow, 'payload'> {
@@ -23,6 +23,10 @@ export type NewJobRow = Pick<StoredJob, 'queue' | 'type' | 'payloadJson' | 'prio
   Partial<Pick<StoredJob, 'scheduleName' | 'slotAt' | 'traceContext' | 'concurrencyKey' | 'uniqueKey'>>;
 
 export interface StoredAttempt extends AttemptRow {
+  seq: number;
+}
+
+export interface StoredEvent extends JobEvent {
   seq: number;
 }
 
@@ -62,9 +66,12 @@ export class MemoryDb {
   readonly queueStates = new Map<string, QueueState>();
   /** flow token buckets by bucket name */
   readonly buckets = new Map<string, Bucket>();
+  /** operator events by id */
+  readonly events = new Map<string, StoredEvent>();
   private nextJob = 1;
   private nextAttempt = 1;
   private nextEffect = 1;
+  private nextEvent = 1;
   private closed = false;
 
   constructor(private readonly clock: () => number) {}
@@ -85,6 +92,10 @@ export class MemoryDb {
 
   effectSeq(): number {
     return this.nextEffect++;
+  }
+
+  eventSeq(): number {
+    return this.nextEvent++;
   }
 
   /** Insert a queued job under the next id. */
@@ -190,6 +201,7 @@ export function attemptOut(a: StoredAttempt): AttemptRow {
     errorMessage: a.errorMessage,
     errorStack: a.errorStack,
     retryDelayMs: a.retryDelayMs,
+    waitMs: a.waitMs,
   };
 }
 

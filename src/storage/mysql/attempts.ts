@@ -12,13 +12,15 @@ import { SqlAggregate } from '../aggregates.js';
 export function attemptsSql(t: Tables) {
   return {
     // job id twice; id is text in both arms ('running:' + job id for the one from the job row,
-    // as on PostgreSQL), `seq` keeps the rows in numeric id order
+    // as on PostgreSQL), `seq` keeps the rows in numeric id order; a running attempt's wait is
+    // the whole ms between its ms-truncated times, as a finish writes it (sql.ts waitMs)
     listAttempts: `-- leasehold listAttempts: a job's attempt history, first to last, then the attempt running now (held in the job row)
       SELECT CAST(id AS CHAR) AS id, 0 AS running, id AS seq, job_id, attempt, worker_id, lease_token, started_at,
-        finished_at, duration_ms, outcome, error_code, error_message, error_stack, retry_delay_ms
+        finished_at, duration_ms, outcome, error_code, error_message, error_stack, retry_delay_ms, wait_ms
       FROM ${t.attempts} WHERE job_id = ?
       UNION ALL
-      SELECT CONCAT('running:', id), 1, 0, id, attempts, locked_by, lease_token, started_at, NULL, NULL, 'running', NULL, NULL, NULL, NULL
+      SELECT CONCAT('running:', id), 1, 0, id, attempts, locked_by, lease_token, started_at, NULL, NULL, 'running', NULL, NULL, NULL, NULL,
+        GREATEST(0, (TIMESTAMPDIFF(MICROSECOND, run_at, started_at) - MICROSECOND(started_at) % 1000 + MICROSECOND(run_at) % 1000) DIV 1000)
       FROM ${t.jobs} WHERE id = ? AND status = 'running'
       ORDER BY running, seq`,
     // rows are written when an attempt ends, so none is 'running'; the join drops pruned jobs

@@ -1,11 +1,18 @@
 /**
  * The job rows on MySQL/MariaDB: insert (batches without unique keys in insert.ts, with them in
- * unique-keys.ts), read, and an operator's actions.
+ * unique-keys.ts), read, and an operator's actions, recorded as events (events.ts) when an actor
+ * is given; bulk actions (bulk.ts).
  */
-import type { InsertResult, JobQuery, JobRow, JobStore, NewJob, PruneParams } from '../../core/storage.js';
-import { type Db, exec, isDuplicate, run } from './db.js';
+import { checkOperator } from '../../core/operator.js';
+import type { JobStatus } from '../../core/status.js';
+import type {
+  BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobEventKind, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneParams,
+} from '../../core/storage.js';
+import { MysqlBulk } from './bulk.js';
+import { type Db, type Queryable, exec, isDuplicate, run } from './db.js';
+import { MysqlEvents, eventStatement, eventsSql } from './events.js';
 import { insertJobsOn, insertSql, isSingleStatement, prepareInsert } from './insert.js';
-import { JOB_COLS, NOW, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow } from './sql.js';
+import { JOB_COLS, NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow, waitMs } from './sql.js';
 import { insertUniqueOn, insertWithUniqueKeys, uniqueKeySql } from './unique-keys.js';
 import { SqlAggregate } from '../aggregates.js';
 
@@ -31,6 +38,8 @@ export function jobsSql(t: Tables) {
       WHERE status IN (?) AND finished_at < ${NOW} - INTERVAL ? MICROSECOND ORDER BY finished_at, id LIMIT ? FOR UPDATE`,
     pruneAttempts: `-- leasehold pruneAttempts: delete the attempt history of pruned jobs
       DELETE FROM ${t.attempts} WHERE job_id IN (?)`,
+    pruneEvents: `-- leasehold pruneEvents: delete the events of pruned jobs
+      DELETE FROM ${t.events} WHERE job_id IN (?)`,
     pruneJobs: `-- leasehold pruneJobs: delete pruned jobs
       DELETE FROM ${t.jobs} WHERE id IN (?)`,
   };
@@ -38,7 +47,15 @@ export function jobsSql(t: Tables) {
 
 export type JobsSql = ReturnType<typeof jobsSql>;
 
+type AdminResult = { job: JobRow | null; applied: boolean };
+
+const CANCEL_MESSAGE = 'cancelled by an operator';
+
 export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
+  private readonly eventSql = eventsSql(this.db.t);
+  private readonly history = new MysqlEvents(this.db);
+  private readonly bulkActions = new MysqlBulk(this.db);
+
   constructor(db: Db) {
     super(db, jobsSql(db.t));
   }
@@ -78,39 +95,55 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
     return (await this.db.one('listJobs', (c) => run(c, this.sql.listJobs(filters.map((f) => f[0])), values))).map(toJobRow);
   }
 
-  async retry(p: { id: string }): Promise<{ job: JobRow | null; applied: boolean }> {
+  /**
+   * READ COMMITTED, as every operator change: the job locked and read as it is, the change, and
+   * its event (events.ts) when an actor is given and it applied.
+   */
+  async retry(p: OperatorChange): Promise<AdminResult> {
+    const by = checkOperator(p);
     const id = idParam(p.id);
     if (id === null) return { job: null, applied: false };
     return this.db.tx('retryJob', async (c) => {
+      const [prev] = await run(c, this.sql.jobForUpdate, [id]);
+      if (!prev) return { job: null, applied: false };
       const res = await exec(c, this.sql.retryJob, [id]).catch(async (e: unknown) => {
         // another job holds its unique key now: it comes back without one
         if (!isDuplicate(e)) throw e;
         await exec(c, this.sql.releaseUniqueKey, [id]);
         return exec(c, this.sql.retryJob, [id]);
       });
+      const applied = res.affectedRows > 0;
+      if (applied && by) await this.#record(c, 'retried', id, prev, by);
       const [row] = await run(c, this.sql.jobById, [id]);
-      return { job: row ? toJobRow(row) : null, applied: res.affectedRows > 0 };
-    });
+      return { job: row ? toJobRow(row) : null, applied };
+    }, true);
   }
 
   /** A running attempt ends as cancelled: its history row is written from the job row as locked before the cancel. */
-  async cancel(p: { id: string }): Promise<{ job: JobRow | null; applied: boolean }> {
+  async cancel(p: OperatorChange): Promise<AdminResult> {
+    const by = checkOperator(p);
     const id = idParam(p.id);
     if (id === null) return { job: null, applied: false };
     return this.db.tx('cancelJob', async (c) => {
       const [prev] = await run(c, this.sql.jobForUpdate, [id]);
       if (!prev) return { job: null, applied: false };
-      const message = 'cancelled by an operator';
-      const applied = (await exec(c, this.sql.cancelJob, [message, id])).affectedRows > 0;
+      const applied = (await exec(c, this.sql.cancelJob, [CANCEL_MESSAGE, id])).affectedRows > 0;
       const [after] = await run(c, this.sql.jobById, [id]);
       if (applied && after && prev.status === 'running' && prev.lease_token !== null) {
         // started_at as the text read (exact to the µs), ended when the job row says, as a finish writes it
         const [started, ended] = [String(prev.started_at), String(after.finished_at)];
         const row = [id, Number(prev.attempts), String(prev.locked_by), String(prev.lease_token), started, ended, parseUtc(ended).getTime() - parseUtc(started).getTime()];
-        await exec(c, this.sql.insertAttempts(1), [...row, 'cancelled', 'CANCELLED', message, null, null]);
+        await exec(c, this.sql.insertAttempts(1), [...row, 'cancelled', 'CANCELLED', CANCEL_MESSAGE, null, null, waitMs(prev.run_at, started)]);
       }
+      if (applied && by) await this.#record(c, 'cancelled', id, prev, by);
       return { job: after ? toJobRow(after) : null, applied };
-    });
+    }, true);
+  }
+
+  /** The event of a change that applied, after the change's own writes. */
+  async #record(c: Queryable, kind: JobEventKind, id: bigint, prev: Row, by: { actor: string; source: string | null }): Promise<void> {
+    const stmt = eventStatement(this.eventSql, kind, [{ id, was: String(prev.status) as JobStatus, wasAttempts: Number(prev.attempts) }], { ...by, bulkId: null });
+    if (stmt) await exec(c, stmt.sql, stmt.values);
   }
 
   /**
@@ -125,8 +158,21 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
       if (rows.length === 0) return 0;
       const ids = rows.map((r) => BigInt(String(r.id)));
       await exec(c, this.sql.pruneAttempts, [ids]);
+      await exec(c, this.sql.pruneEvents, [ids]);
       return (await exec(c, this.sql.pruneJobs, [ids])).affectedRows;
     }, true);
+  }
+
+  events(p: { jobId: string; limit?: number | undefined }): Promise<JobEvent[]> {
+    return this.history.list(p);
+  }
+
+  bulk(p: BulkBatch): Promise<BulkBatchResult> {
+    return this.bulkActions.batch(p);
+  }
+
+  bulkCount(p: BulkRange): Promise<number> {
+    return this.bulkActions.count(p);
   }
 }
 

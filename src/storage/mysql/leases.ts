@@ -16,7 +16,7 @@ import type { JobStatus } from '../../core/status.js';
 import { type ClaimFilter, type FlowGroup, flowGroups } from '../../core/flow-groups.js';
 import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore } from '../../core/storage.js';
 import { type Db, type Queryable, type ResultHeader, type Stmt, exec, run, runLast } from './db.js';
-import { CLAIM_COLS, NOW, type Row, type Tables, compareClaimOrder, idParam, micros, notPaused, parseUtc, sharedSql, toJobRow } from './sql.js';
+import { CLAIM_COLS, NOW, type Row, type Tables, compareClaimOrder, idParam, micros, notPaused, parseUtc, sharedSql, toJobRow, waitMs } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 import { addRows, flowSql, planLimitedClaim } from './flow.js';
 
@@ -54,7 +54,7 @@ export function leasesSql(t: Tables) {
     // in id order, as every finisher locks them (no deadlock between batches); `db_now` is the
     // finish's time, written as the job's and the attempt's finished_at
     finishLock: `-- leasehold finishJobs: lock the batch's jobs in id order and read their lease and running attempt
-      SELECT id, lease_token, status, locked_until < ${NOW} AS expired, locked_by, attempts, started_at, ${NOW} AS db_now
+      SELECT id, lease_token, status, locked_until < ${NOW} AS expired, locked_by, attempts, started_at, run_at, ${NOW} AS db_now
       FROM ${t.jobs} WHERE id IN (?) ORDER BY id FOR UPDATE`,
     finishGroup: `-- leasehold finishJobs: fenced finish of jobs ending the same way (id + lease_token + running), at the finish's now
       UPDATE ${t.jobs} SET status = ?, locked_by = NULL, lease_token = NULL, locked_until = NULL,
@@ -208,8 +208,8 @@ interface Landing {
   token: string;
   job: [string, 0 | 1, 0 | 1, number | null, 0 | 1, 0 | 1, string | null, string | null];
   attempt: [string, string | null, string | null, string | null, number | null];
-  /** attempt number, worker, started_at (the DATETIME(6) text as read: exact to the µs), once the lock read let it through */
-  running?: [number, string, string];
+  /** attempt number, worker, started_at (the DATETIME(6) text as read: exact to the µs), wait ms, once the lock read let it through */
+  running?: [number, string, string, number];
 }
 
 function landingOf(index: number, id: bigint, f: FinishParams): Landing {
@@ -238,7 +238,7 @@ async function finishOn(c: Queryable, sql: LeasesSql, items: readonly FinishPara
     if (!r || r.status !== 'running' || r.lease_token !== l.token) return false;
     if (items[l.index]!.onlyIfExpired === true && Number(r.expired) !== 1) return false;
     state.delete(l.id);
-    l.running = [Number(r.attempts), String(r.locked_by), String(r.started_at)];
+    l.running = [Number(r.attempts), String(r.locked_by), String(r.started_at), waitMs(r.run_at, r.started_at)];
     return true;
   });
   if (landing.length === 0) return results;
@@ -278,8 +278,8 @@ function attemptStatement(sql: LeasesSql, landed: readonly Landing[], now: strin
   return {
     sql: sql.insertAttempts(landed.length),
     values: landed.flatMap(({ id, token, running, attempt }) => {
-      const [n, worker, startedAt] = running!;
-      return [id, n, worker, token, startedAt, now, endMs - parseUtc(startedAt).getTime(), ...attempt];
+      const [n, worker, startedAt, wait] = running!;
+      return [id, n, worker, token, startedAt, now, endMs - parseUtc(startedAt).getTime(), ...attempt, wait];
     }),
   };
 }

@@ -86,6 +86,7 @@ export const MIGRATIONS: readonly Migration[] = [
         error_message TEXT NULL,
         error_stack TEXT NULL,
         retry_delay_ms BIGINT NULL,
+        wait_ms BIGINT NOT NULL,
         PRIMARY KEY (id),
         UNIQUE KEY {p}job_attempts_lease (job_id, lease_token),
         -- attempts.outcomes reads the attempts that ended in a recent window, not the whole history
@@ -181,6 +182,12 @@ export const MIGRATIONS: readonly Migration[] = [
         tokens DOUBLE NULL,
         refilled_at DATETIME(6) NULL,
         PRIMARY KEY (name)
+      ) ${TABLE_OPTS}`,
+      // job_events: an operator's changes to a job (retried, cancelled), written in the change's transaction; found by job
+      `CREATE TABLE IF NOT EXISTS {p}job_events (
+        id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT, job_id BIGINT UNSIGNED NOT NULL, at DATETIME(6) NOT NULL,
+        kind VARCHAR(16) NOT NULL, actor VARCHAR(255) NOT NULL, source VARCHAR(255) NULL, detail LONGTEXT NOT NULL,
+        PRIMARY KEY (id), KEY {p}job_events_job (job_id, id)
       ) ${TABLE_OPTS}`,
     ],
   },

@@ -21,6 +21,7 @@ export type Row = Record<string, unknown>;
 export interface Tables {
   jobs: string;
   attempts: string;
+  events: string;
   effects: string;
   workers: string;
   schedules: string;
@@ -35,6 +36,7 @@ export function tables(prefix: string): Tables {
   return {
     jobs: `${prefix}jobs`,
     attempts: `${prefix}job_attempts`,
+    events: `${prefix}job_events`,
     effects: `${prefix}effects`,
     workers: `${prefix}workers`,
     schedules: `${prefix}schedules`,
@@ -72,10 +74,15 @@ export function compareClaimOrder(a: Row, b: Row): number {
  * One attempt row of `insertAttempts`: job_id, attempt, worker, lease token, started_at (as read
  * under the row lock, exact to the µs), finished_at, the duration in whole ms between the two
  * ms-truncated times (so it equals `finishedAt - startedAt` of the Dates read back), outcome,
- * error code, message, stack, retry delay. All given: the duration as an expression over the
- * row's columns costs the server more than the insert itself.
+ * error code, message, stack, retry delay, wait (`waitMs`). All given: the duration as an
+ * expression over the row's columns costs the server more than the insert itself.
  */
-const ATTEMPT_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+const ATTEMPT_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+
+/** An attempt's wait in whole ms between the ms-truncated due and start times (DATETIME(6) texts read under the row lock). */
+export function waitMs(runAt: unknown, startedAt: unknown): number {
+  return Math.max(0, parseUtc(startedAt).getTime() - parseUtc(runAt).getTime());
+}
 
 /** Statements of more than one aggregate. */
 export function sharedSql(t: Tables) {
@@ -91,7 +98,7 @@ export function sharedSql(t: Tables) {
     insertAttempts: (n: number): string =>
       `-- leasehold insertAttempts: write the history rows of ${n} ended attempt(s)
       INSERT INTO ${t.attempts} (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
-        outcome, error_code, error_message, error_stack, retry_delay_ms)
+        outcome, error_code, error_message, error_stack, retry_delay_ms, wait_ms)
       VALUES ${Array<string>(n).fill(ATTEMPT_ROW).join(', ')}`,
   };
 }

@@ -6,24 +6,27 @@
 import type { AttemptOutcome } from '../../core/status.js';
 import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
 import { type Db } from './db.js';
-import { NOW, ms, toAttemptRow, validId } from './sql.js';
+import { NOW, ms, toAttemptRow, validId, waitSince } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 
 function attemptsSql(s: string) {
   return {
-    /** $1 job id */
+    /**
+     * $1 job id. Ended attempts in the order their rows were written (one lease at a time, so
+     * the order they ran; attempt numbers start again after an operator's retry).
+     */
     list: `-- leasehold attempts.list: a job's attempt history, oldest first (ids compared as numbers), then the attempt running now (held in the job row)
 SELECT * FROM (
 SELECT id::text AS id, job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome,
-       error_code, error_message, error_stack, retry_delay_ms, 0 AS running
+       error_code, error_message, error_stack, retry_delay_ms, wait_ms, 0 AS running
 FROM ${s}.job_attempts WHERE job_id = $1::bigint
 UNION ALL
 SELECT 'running:' || j.id, j.id, j.attempts, j.locked_by, j.lease_token, j.started_at, NULL, NULL, 'running',
-       NULL, NULL, NULL, NULL, 1
+       NULL, NULL, NULL, NULL, ${waitSince('j.run_at', 'j.started_at')}, 1
 FROM ${s}.jobs j
 WHERE j.id = $1::bigint AND j.status = 'running'
 ) AS history
-ORDER BY running, attempt, length(id), id`,
+ORDER BY running, length(id), id`,
 
     /** $1 window in ms. Rows are written when an attempt ends, so none is 'running'; the join drops pruned jobs. */
     outcomes: `-- leasehold attempts.outcomes: attempts that ended in the last $1 ms, counted by their job's type and queue and by outcome

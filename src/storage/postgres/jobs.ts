@@ -1,13 +1,20 @@
 /**
  * The job rows on PostgreSQL: enqueue (insert.ts), read, list, and an operator's retry, cancel
- * and prune. Retries that make a job due now send `pg_notify` in the same statement, delivered
- * on commit. An id that is not a job id finds nothing.
+ * and prune, recorded as events (events.ts) when an actor is given; bulk actions (bulk.ts).
+ * Retries that make a job due now send `pg_notify` in the same statement, delivered on commit.
+ * An id that is not a job id finds nothing.
  */
 import { ValidationError } from '../../core/errors.js';
-import type { InsertResult, JobQuery, JobRow, JobStore, NewJob, PruneParams } from '../../core/storage.js';
-import { type Db } from './db.js';
+import { checkOperator } from '../../core/operator.js';
+import type { JobStatus } from '../../core/status.js';
+import type {
+  BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobEventKind, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneParams,
+} from '../../core/storage.js';
+import { PostgresBulk } from './bulk.js';
+import { type Db, type Queryable, query } from './db.js';
+import { PostgresEvents, eventsSql, recordEvents } from './events.js';
 import { JobInserts } from './insert.js';
-import { NOW, durationSince, jobColumns, ms, toJobRow, validId } from './sql.js';
+import { NOW, durationSince, jobColumns, ms, toJobRow, validId, waitSince } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 
 export function jobsSql(s: string) {
@@ -48,7 +55,7 @@ SELECT false, 0, j.* FROM ${s}.jobs j WHERE j.id = $1::bigint AND NOT EXISTS (SE
      */
     cancel: `-- leasehold cancelJob: queued/failed/running -> cancelled, lease cleared, a running attempt written as cancelled; returns the row and whether it applied
 WITH locked AS (
-  SELECT id, status, attempts, locked_by, lease_token, started_at FROM ${s}.jobs WHERE id = $1::bigint FOR UPDATE
+  SELECT id, status, attempts, locked_by, lease_token, started_at, run_at FROM ${s}.jobs WHERE id = $1::bigint FOR UPDATE
 ), upd AS (
   UPDATE ${s}.jobs j
   SET status = 'cancelled', finished_at = ${NOW}, locked_by = NULL, lease_token = NULL,
@@ -58,9 +65,9 @@ WITH locked AS (
   RETURNING ${jobColumns('j')}
 ), closed AS (
   INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
-                                 outcome, error_code, error_message)
+                                 outcome, error_code, error_message, wait_ms)
   SELECT l.id, l.attempts, l.locked_by, l.lease_token, l.started_at, ${NOW}, ${durationSince('l.started_at')},
-         'cancelled', 'CANCELLED', $2::text
+         'cancelled', 'CANCELLED', $2::text, ${waitSince('l.run_at', 'l.started_at')}
   FROM locked l
   WHERE l.status = 'running' AND EXISTS (SELECT 1 FROM upd)
 )
@@ -68,8 +75,8 @@ SELECT true AS applied, upd.* FROM upd
 UNION ALL
 SELECT false, ${jobColumns('j')} FROM ${s}.jobs j WHERE j.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM upd)`,
 
-    /** $1 statuses, $2 older than ms, $3 limit; attempts go with their jobs */
-    prune: `-- leasehold pruneJobs: delete up to $3 finished jobs of the listed statuses finished more than $2 ms ago, and their attempts
+    /** $1 statuses, $2 older than ms, $3 limit; attempts and events go with their jobs */
+    prune: `-- leasehold pruneJobs: delete up to $3 finished jobs of the listed statuses finished more than $2 ms ago, and their attempts and events
 WITH victims AS (
   SELECT id FROM ${s}.jobs
   WHERE finished_at < ${NOW} - ${ms('$2::float8')} AND status = ANY($1::text[])
@@ -80,13 +87,22 @@ WITH victims AS (
   DELETE FROM ${s}.jobs j USING victims v WHERE j.id = v.id RETURNING j.id
 ), history AS (
   DELETE FROM ${s}.job_attempts a USING gone g WHERE a.job_id = g.id
+), events AS (
+  DELETE FROM ${s}.job_events e USING gone g WHERE e.job_id = g.id
 )
 SELECT count(*)::int AS n FROM gone`,
   };
 }
 
+type AdminResult = { job: JobRow | null; applied: boolean };
+
+const CANCEL_MESSAGE = 'cancelled by an operator';
+
 export class PostgresJobs extends SqlAggregate<Db, ReturnType<typeof jobsSql>> implements JobStore {
   private readonly inserts = new JobInserts(this.db);
+  private readonly history = new PostgresEvents(this.db);
+  private readonly eventSql = eventsSql(this.db.q);
+  private readonly bulkActions = new PostgresBulk(this.db);
 
   constructor(db: Db) {
     super(db, jobsSql(db.q));
@@ -115,23 +131,51 @@ export class PostgresJobs extends SqlAggregate<Db, ReturnType<typeof jobsSql>> i
     return rows.map(toJobRow);
   }
 
-  async retry(p: { id: string }): Promise<{ job: JobRow | null; applied: boolean }> {
-    const id = validId(p.id);
-    if (id === null) return { job: null, applied: false };
-    const [row] = await this.db.run('retryJob', this.sql.retry, [id, ...this.db.notify]);
-    return row ? { job: toJobRow(row), applied: row.applied === true } : { job: null, applied: false };
+  async retry(p: OperatorChange): Promise<AdminResult> {
+    return this.#admin(p, 'retryJob', this.sql.retry, [...this.db.notify], 'retried');
   }
 
-  async cancel(p: { id: string }): Promise<{ job: JobRow | null; applied: boolean }> {
+  async cancel(p: OperatorChange): Promise<AdminResult> {
+    return this.#admin(p, 'cancelJob', this.sql.cancel, [CANCEL_MESSAGE], 'cancelled');
+  }
+
+  /**
+   * One statement without an actor; with one, a transaction: the job locked and read as it is,
+   * the change, and its event (events.ts) when it applied.
+   */
+  async #admin(p: OperatorChange, what: string, text: string, rest: unknown[], kind: JobEventKind): Promise<AdminResult> {
+    const by = checkOperator(p);
     const id = validId(p.id);
     if (id === null) return { job: null, applied: false };
-    const [row] = await this.db.run('cancelJob', this.sql.cancel, [id, 'cancelled by an operator']);
-    return row ? { job: toJobRow(row), applied: row.applied === true } : { job: null, applied: false };
+    const change = async (on?: Queryable): Promise<AdminResult> => {
+      const [row] = await this.db.run(what, text, [id, ...rest], on);
+      return row ? { job: toJobRow(row), applied: row.applied === true } : { job: null, applied: false };
+    };
+    if (!by) return change();
+    return this.db.transaction(what, async (c) => {
+      const [before] = await query(c, what, this.eventSql.lockJob, [id]);
+      if (!before) return { job: null, applied: false };
+      const res = await change(c);
+      if (res.applied) await recordEvents(c, this.eventSql, kind, [{ id, was: before.status as JobStatus, wasAttempts: Number(before.attempts) }], { ...by, bulkId: null });
+      return res;
+    });
   }
 
   async prune(p: PruneParams): Promise<number> {
     if (p.limit <= 0 || p.statuses.length === 0) return 0;
     const [row] = await this.db.run('pruneJobs', this.sql.prune, [[...p.statuses], p.olderThanMs, p.limit]);
     return Number(row?.n ?? 0);
+  }
+
+  events(p: { jobId: string; limit?: number | undefined }): Promise<JobEvent[]> {
+    return this.history.list(p);
+  }
+
+  bulk(p: BulkBatch): Promise<BulkBatchResult> {
+    return this.bulkActions.batch(p);
+  }
+
+  bulkCount(p: BulkRange): Promise<number> {
+    return this.bulkActions.count(p);
   }
 }

@@ -15,7 +15,7 @@ import type {
 } from '../../core/storage.js';
 import { query, txClient, type Db } from './db.js';
 import { FlowClaims, INDEX_SCANS_BEGIN } from './flow.js';
-import { NOW, date, dateOrNull, durationSince, ms, safeText, strOrNull, toExpiredLease, validId } from './sql.js';
+import { NOW, date, dateOrNull, durationSince, ms, safeText, strOrNull, toExpiredLease, validId, waitSince } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 
 /** What a claim sends back per job, in this order: what the worker cannot compute itself. */
@@ -115,7 +115,7 @@ WITH items AS (
                             error_message, att_outcome, att_error_code, att_error_message,
                             att_error_stack, att_retry_delay_ms, only_if_expired, ord)
 ), locked AS (
-  SELECT j.id, j.lease_token, j.status AS was, j.locked_until, j.locked_by, j.attempts, j.started_at, i.*
+  SELECT j.id, j.lease_token, j.status AS was, j.locked_until, j.locked_by, j.attempts, j.started_at, j.run_at AS due_at, i.*
   FROM items i JOIN ${s}.jobs j ON j.id = i.item_id
   ORDER BY j.id FOR UPDATE OF j
 ), fenced AS (
@@ -135,13 +135,15 @@ WITH items AS (
       updated_at = ${NOW}
   FROM fenced l
   WHERE j.id = l.id
-  RETURNING l.ord, j.id, j.status, j.run_at, l.attempts, l.locked_by, l.lease_token, l.started_at,
+  RETURNING l.ord, j.id, j.status, j.run_at, l.attempts, l.locked_by, l.lease_token, l.started_at, l.due_at,
             l.att_outcome, l.att_error_code, l.att_error_message, l.att_error_stack, l.att_retry_delay_ms
 ), closed AS (
+  -- due_at: the job's run_at as the claim found it, which nothing changes while it runs
   INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
-                                 outcome, error_code, error_message, error_stack, retry_delay_ms)
+                                 outcome, error_code, error_message, error_stack, retry_delay_ms, wait_ms)
   SELECT id, attempts, locked_by, lease_token, started_at, ${NOW}, ${durationSince('started_at')},
-         att_outcome, att_error_code, att_error_message, att_error_stack, round(att_retry_delay_ms)::bigint
+         att_outcome, att_error_code, att_error_message, att_error_stack, round(att_retry_delay_ms)::bigint,
+         ${waitSince('due_at', 'started_at')}
   FROM upd
 ), woke AS (
   SELECT pg_notify($15, $16)

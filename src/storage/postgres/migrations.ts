@@ -64,6 +64,10 @@ CREATE TABLE ${s}.jobs (
 CREATE INDEX jobs_due_idx ON ${s}.jobs (priority, run_at, id) WHERE status IN ('queued','failed');
 -- the sweeper's lookup of expired leases, over running rows only
 CREATE INDEX jobs_running_lease_idx ON ${s}.jobs (locked_until, id) WHERE status = 'running';
+-- an operator's search and counts of dead or cancelled jobs, newest first: rare rows only, so
+-- no claim or finish into another status writes to them
+CREATE INDEX jobs_dead_idx ON ${s}.jobs (id) WHERE status = 'dead';
+CREATE INDEX jobs_cancelled_idx ON ${s}.jobs (id) WHERE status = 'cancelled';
 -- at most one job per idempotency key
 CREATE UNIQUE INDEX jobs_idempotency_key_idx ON ${s}.jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
 -- retention pruning of finished rows
@@ -89,6 +93,7 @@ CREATE TABLE ${s}.job_attempts (
   error_message   text,
   error_stack     text,
   retry_delay_ms  bigint,
+  wait_ms         bigint      NOT NULL,
   PRIMARY KEY (job_id, lease_token)
 );
 -- attempts.outcomes reads the attempts that ended in a recent window, not the whole history
@@ -182,6 +187,19 @@ CREATE TABLE ${s}.flow_buckets (
   name         text PRIMARY KEY,
   tokens       double precision,
   refilled_at  timestamptz(3)
+);
+
+-- job_events: an operator's changes to a job (retried, cancelled), written by the change's own
+-- statement; found by job (its history, pruning) through the primary key, one index per insert
+CREATE TABLE ${s}.job_events (
+  id      bigserial   NOT NULL,
+  job_id  bigint      NOT NULL,
+  at      timestamptz(3) NOT NULL,
+  kind    text        NOT NULL CHECK (kind IN ('retried','cancelled')),
+  actor   text        NOT NULL,
+  source  text,
+  detail  json        NOT NULL,
+  PRIMARY KEY (job_id, id)
 );
 
 -- claim_jobs: the claim (leases.ts), planned with index scans only: without planner statistics

@@ -19,6 +19,9 @@ export const ms = (expr: string): string => `(${expr} * interval '1 millisecond'
 /** SQL for the whole milliseconds from `start` to now (an attempt's duration). */
 export const durationSince = (start: string): string => `greatest(0, round(extract(epoch FROM ${NOW} - ${start}) * 1000))::bigint`;
 
+/** SQL for the whole milliseconds from a job's due time to its attempt's start (the attempt's wait_ms). */
+export const waitSince = (runAt: string, startedAt: string): string => `greatest(0, round(extract(epoch FROM ${startedAt} - ${runAt}) * 1000))::bigint`;
+
 /** Every column of a job row, listed: prepared statements refuse a `*` whose columns a migration changed. */
 export const JOB_COLUMNS = [
   'id', 'queue', 'type', 'payload', 'status', 'priority', 'run_at', 'attempts', 'max_attempts',

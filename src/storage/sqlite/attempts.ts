@@ -11,21 +11,22 @@ import type { SqlAttempt } from './sql.js';
 
 export const ATTEMPT_SQL = {
   // reads the attempt from the job row, so it runs before the write that clears the lease
-  // (RETURNING gives new values only), under the same fence and in the same transaction
+  // (RETURNING gives new values only), under the same fence and in the same transaction; the
+  // job's run_at is still the due time the claim took it at
   end: `-- leasehold attempts.end (leases.finish, jobs.cancel): write the history row of the attempt a lease holds, read from the job row under the finish's fence (? = now, now, outcome, errorCode, errorMessage, errorStack, retryDelayMs, id, leaseToken, onlyIfExpired, now)
     INSERT INTO {p}job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
-      outcome, error_code, error_message, error_stack, retry_delay_ms)
-    SELECT id, attempts, locked_by, lease_token, started_at, ?, max(0, ? - started_at), ?, ?, ?, ?, ?
+      outcome, error_code, error_message, error_stack, retry_delay_ms, wait_ms)
+    SELECT id, attempts, locked_by, lease_token, started_at, ?, max(0, ? - started_at), ?, ?, ?, ?, ?, max(0, started_at - run_at)
     FROM {p}jobs WHERE id = ? AND lease_token = ? AND status = 'running' AND (? = 0 OR locked_until < ?)`,
   // ended attempts in the order they were written (one lease at a time, so the order they ran);
   // the running one's id is 'running:' + job id, as on PostgreSQL and MySQL
   list: `-- leasehold attempts.list: a job's attempt history, oldest first, then the attempt running now (held in the job row)
     SELECT id, 0 AS running, job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
-      outcome, error_code, error_message, error_stack, retry_delay_ms
+      outcome, error_code, error_message, error_stack, retry_delay_ms, wait_ms
     FROM {p}job_attempts WHERE job_id = @id
     UNION ALL
     SELECT 'running:' || id, 1, id, attempts, locked_by, lease_token, started_at, NULL, NULL,
-      'running', NULL, NULL, NULL, NULL
+      'running', NULL, NULL, NULL, NULL, max(0, started_at - run_at)
     FROM {p}jobs WHERE id = @id AND status = 'running'
     ORDER BY running, id`,
   // rows are written when an attempt ends, so none is 'running'; the join drops pruned jobs

@@ -1,19 +1,20 @@
 /**
  * Job rows on SQLite: insert (the enqueue hot path), get, list, and an operator's retry, cancel
- * and prune. An insert hands back rows built from its input, never re-read: RETURNING * into an
+ * (operator.ts), prune, history (events.ts) and bulk actions (bulk.ts). An insert hands back rows built from its input, never re-read: RETURNING * into an
  * object per row cost more than the insert itself. A run of alike jobs is one statement.
  * A unique key is looked up then written in the insert's IMMEDIATE transaction, which no other
  * connection's write can interleave; the partial unique index on unique_key is the backstop.
  */
-import type { InsertResult, JobQuery, JobRow, JobStore, NewJob, PruneParams } from '../../core/storage.js';
+import { checkOperator } from '../../core/operator.js';
+import type { BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneParams } from '../../core/storage.js';
 import { insertedJobRow } from '../row-mapping.js';
-import { ATTEMPT_SQL } from './attempts.js';
+import { SqliteBulk } from './bulk.js';
 import { refuseTx } from './db.js';
+import { SqliteEvents } from './events.js';
+import { type AdminResult, cancelRow, deleteJobs, retryRow } from './operator.js';
 import type { SqliteDb } from './db.js';
 import { jsonOrNull, NEXT_JOB_ID, toJobRow, toSqlId } from './sql.js';
 import type { SqlJob } from './sql.js';
-
-type AdminResult = { job: JobRow | null; applied: boolean };
 
 const JOB_SQL = {
   insertOne: `-- leasehold jobs.insertOne: one job; a duplicate idempotency or unique key inserts nothing (changes = 0)
@@ -44,29 +45,10 @@ const JOB_SQL = {
     UPDATE {p}jobs SET unique_key = NULL WHERE id = ? AND status = 'running'`,
   get: `-- leasehold jobs.get: one job by id
     SELECT * FROM {p}jobs WHERE id = ?`,
-  // a unique key another job took meanwhile stays with that job: this one comes back without it
-  retry: `-- leasehold jobs.retry: admin "retry now": back to queued, due now, attempts reset, lease and finish cleared
-    UPDATE {p}jobs
-    SET status = 'queued', run_at = @now, attempts = 0, locked_by = NULL, lease_token = NULL,
-        locked_until = NULL, finished_at = NULL, updated_at = @now,
-        unique_key = CASE WHEN EXISTS (SELECT 1 FROM {p}jobs h WHERE h.unique_key = {p}jobs.unique_key
-          AND h.status IN ('queued','failed','running') AND h.id <> {p}jobs.id) THEN NULL ELSE unique_key END
-    WHERE id = @id AND status IN ('queued','failed','dead','cancelled')
-    RETURNING *`,
-  cancel: `-- leasehold jobs.cancel: admin cancel: queued/failed/running → cancelled, lease cleared
-    UPDATE {p}jobs
-    SET status = 'cancelled', finished_at = @now, locked_by = NULL, lease_token = NULL,
-        locked_until = NULL, last_error_code = 'CANCELLED', last_error = @message, updated_at = @now
-    WHERE id = @id AND status IN ('queued','failed','running')
-    RETURNING *`,
   pruneIds: `-- leasehold jobs.pruneIds: ids of finished jobs past retention, oldest first, at most @limit
     SELECT id FROM {p}jobs
     WHERE finished_at < @cutoff AND status IN (SELECT value FROM json_each(@statuses))
     ORDER BY finished_at, id LIMIT @limit`,
-  pruneAttempts: `-- leasehold jobs.pruneAttempts: delete the attempt rows of pruned jobs
-    DELETE FROM {p}job_attempts WHERE job_id IN (SELECT value FROM json_each(@ids))`,
-  pruneJobs: `-- leasehold jobs.pruneJobs: delete pruned jobs
-    DELETE FROM {p}jobs WHERE id IN (SELECT value FROM json_each(@ids))`,
 } as const;
 
 /**
@@ -83,8 +65,6 @@ function listSql(f: { status: boolean; queue: boolean; type: boolean; beforeId: 
   return `-- leasehold jobs.list: jobs matching the filters, newest first, keyset-paginated by id
     SELECT * FROM {p}jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
 }
-
-const CANCEL_MESSAGE = 'cancelled by an operator';
 
 /** Rows per insertRun statement, and payload text per statement: keeps one bound string modest. */
 const RUN_MAX_ROWS = 1000;
@@ -193,7 +173,13 @@ function uniqueAnswer(db: SqliteDb, now: number, p: Prepared): InsertResult | un
 }
 
 export class SqliteJobs implements JobStore {
-  constructor(private readonly db: SqliteDb) {}
+  readonly #events: SqliteEvents;
+  readonly #bulk: SqliteBulk;
+
+  constructor(private readonly db: SqliteDb) {
+    this.#events = new SqliteEvents(db);
+    this.#bulk = new SqliteBulk(db);
+  }
 
   async insert(p: { jobs: readonly NewJob[]; tx?: unknown }): Promise<InsertResult[]> {
     refuseTx(p.tx, 'jobs.insert');
@@ -239,35 +225,22 @@ export class SqliteJobs implements JobStore {
     return this.db.read(() => this.db.stmt(sql).all(params) as SqlJob[]).map(toJobRow);
   }
 
-  async retry(p: { id: string }): Promise<AdminResult> {
-    return this.#admin(p.id, (db, id, now) => {
-      const row = db.stmt(JOB_SQL.retry).get({ id, now }) as SqlJob | undefined;
-      if (row) return { job: toJobRow(row), applied: true };
-      const cur = db.stmt(JOB_SQL.get).get(id) as SqlJob | undefined;
-      return { job: cur ? toJobRow(cur) : null, applied: false };
-    });
+  async retry(p: OperatorChange): Promise<AdminResult> {
+    return this.#admin(p, retryRow);
   }
 
-  /** A running job's attempt ends as cancelled: its history row is written from the job row as it was, fenced by the lease just read. */
-  async cancel(p: { id: string }): Promise<AdminResult> {
-    return this.#admin(p.id, (db, id, now) => {
-      const before = db.stmt(JOB_SQL.get).get(id) as SqlJob | undefined;
-      if (!before) return { job: null, applied: false };
-      if (before.status === 'running' && before.lease_token !== null) {
-        db.stmt(ATTEMPT_SQL.end).run(now, now, 'cancelled', 'CANCELLED', CANCEL_MESSAGE, null, null, id, before.lease_token, 0, now);
-      }
-      const row = db.stmt(JOB_SQL.cancel).get({ id, now, message: CANCEL_MESSAGE }) as SqlJob | undefined;
-      return row ? { job: toJobRow(row), applied: true } : { job: toJobRow(before), applied: false };
-    });
+  async cancel(p: OperatorChange): Promise<AdminResult> {
+    return this.#admin(p, cancelRow);
   }
 
   /** An operator's action on one job, in one write transaction; an id that cannot exist finds nothing. */
-  #admin(rawId: string, act: (db: SqliteDb, id: number, now: number) => AdminResult): AdminResult {
-    const id = toSqlId(rawId);
+  #admin(p: OperatorChange, act: typeof retryRow): AdminResult {
+    const by = checkOperator(p);
+    const id = toSqlId(p.id);
     if (id === null) return { job: null, applied: false };
     const db = this.db;
     const now = db.now();
-    return db.write(() => act(db, id, now));
+    return db.write(() => act(db, id, now, by && { ...by, bulkId: null }));
   }
 
   async prune(p: PruneParams): Promise<number> {
@@ -276,10 +249,19 @@ export class SqliteJobs implements JobStore {
     const cutoff = db.now() - p.olderThanMs;
     return db.write(() => {
       const ids = (db.stmt(JOB_SQL.pruneIds).all({ cutoff, statuses: JSON.stringify(p.statuses), limit: p.limit }) as { id: number }[]).map((r) => r.id);
-      if (ids.length === 0) return 0;
-      const json = JSON.stringify(ids);
-      db.stmt(JOB_SQL.pruneAttempts).run({ ids: json });
-      return db.stmt(JOB_SQL.pruneJobs).run({ ids: json }).changes;
+      return deleteJobs(db, ids);
     });
+  }
+
+  events(p: { jobId: string; limit?: number | undefined }): Promise<JobEvent[]> {
+    return this.#events.list(p);
+  }
+
+  bulk(p: BulkBatch): Promise<BulkBatchResult> {
+    return this.#bulk.batch(p);
+  }
+
+  bulkCount(p: BulkRange): Promise<number> {
+    return this.#bulk.count(p);
   }
 }

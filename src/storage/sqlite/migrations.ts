@@ -61,6 +61,11 @@ CREATE INDEX {p}jobs_claim_idx ON {p}jobs (priority, run_at, id) WHERE status IN
 -- the sweeper finds running rows whose lease expired
 CREATE INDEX {p}jobs_running_idx ON {p}jobs (locked_until) WHERE status = 'running';
 
+-- an operator's search and counts of dead or cancelled jobs, newest first: rare rows only, so
+-- no claim or finish into another status touches them
+CREATE INDEX {p}jobs_dead_idx ON {p}jobs (id) WHERE status = 'dead';
+CREATE INDEX {p}jobs_cancelled_idx ON {p}jobs (id) WHERE status = 'cancelled';
+
 -- at most one job per idempotency key
 CREATE UNIQUE INDEX {p}jobs_idempotency_key_idx ON {p}jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
 
@@ -104,7 +109,8 @@ CREATE TABLE {p}job_attempts (
   error_code     TEXT,
   error_message  TEXT,
   error_stack    TEXT,
-  retry_delay_ms INTEGER
+  retry_delay_ms INTEGER,
+  wait_ms        INTEGER NOT NULL
 ) STRICT;
 
 -- history of one job; one row per lease
@@ -203,6 +209,21 @@ CREATE TABLE {p}flow_buckets (
   tokens      REAL    NOT NULL,
   refilled_at INTEGER NOT NULL
 ) STRICT;
+
+-- job_events: an operator's changes to a job (retried, cancelled), written in the change's
+-- transaction; found by job (its history, pruning), so no foreign key to check per write
+CREATE TABLE {p}job_events (
+  id     INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL,
+  at     INTEGER NOT NULL,
+  kind   TEXT    NOT NULL CHECK (kind IN ('retried','cancelled')),
+  actor  TEXT    NOT NULL,
+  source TEXT,
+  detail TEXT    NOT NULL
+) STRICT;
+
+-- a job's events, listed and pruned with it
+CREATE INDEX {p}job_events_job_idx ON {p}job_events (job_id);
 `,
   },
 ];

@@ -55,6 +55,7 @@ export interface SqlAttempt {
   error_message: string | null;
   error_stack: string | null;
   retry_delay_ms: number | null;
+  wait_ms: number;
 }
 
 export interface SqlEffect {

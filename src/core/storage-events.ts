@@ -1,0 +1,86 @@
+/**
+ * An operator's actions as the Storage contract sees them: who asked (recorded with the change
+ * as a job event), the events read back, and the bulk actions done one bounded batch per call.
+ * Types only; the semantics are in the header of ./storage.ts, which re-exports everything here,
+ * and the checks every adapter runs first are in ./operator.ts.
+ */
+import type { JobStatus } from './status.js';
+
+/** What an operator's change records about a job: it was retried or cancelled. */
+export type JobEventKind = 'retried' | 'cancelled';
+
+/** Who made an operator's change and from where; recorded with it, in the same transaction. */
+export interface OperatorRef {
+  /** who: 'dashboard:<session label>', 'cli:<user>@<host>', 'api', … (1–200 printable characters) */
+  actor: string;
+  /** from where: a remote address or a host name (at most 200 printable characters) */
+  source?: string | null | undefined;
+}
+
+/** jobs.retry / jobs.cancel: the job, and who asked (when given, the change is recorded as an event). */
+export interface OperatorChange {
+  id: string;
+  actor?: string | undefined;
+  source?: string | null | undefined;
+}
+
+/** What an event knows of the job just before the change. */
+export interface JobEventDetail {
+  /** the job's status before the change */
+  status: JobStatus;
+  /** its attempt count before the change (a retry starts the count again from 0) */
+  attempts: number;
+  /**
+   * the job's last attempt row when the change happened (after the one a cancel closed), null
+   * before any: the event comes after that attempt and before every later one
+   */
+  lastAttemptId: string | null;
+  /** set when the change was one job of a bulk action: that action's id */
+  bulkId?: string;
+}
+
+/** One operator's change to one job, in the job's history beside its attempts. */
+export interface JobEvent {
+  id: string;
+  jobId: string;
+  /** the database's clock when the change was written */
+  at: Date;
+  kind: JobEventKind;
+  actor: string;
+  source: string | null;
+  detail: JobEventDetail;
+}
+
+export type BulkAction = 'retry' | 'cancel' | 'delete';
+
+/** Which jobs a bulk action is for: every field given must match exactly. */
+export interface JobFilter {
+  status?: JobStatus | undefined;
+  queue?: string | undefined;
+  type?: string | undefined;
+}
+
+/** The jobs of one batch: ids in (afterId, throughId], matching the filter and a status the action may leave. */
+export interface BulkRange {
+  action: BulkAction;
+  filter: JobFilter;
+  /** ids above this one; null: from the first */
+  afterId: string | null;
+  /** ids up to and including this one */
+  throughId: string;
+}
+
+/** One batch of a bulk action (jobs.bulk). */
+export interface BulkBatch extends BulkRange, OperatorRef {
+  /** at most this many jobs (1–1000), lowest ids first */
+  limit: number;
+  /** the bulk action this batch belongs to, recorded in each event's detail */
+  bulkId: string;
+}
+
+export interface BulkBatchResult {
+  /** the jobs this batch changed (deleted, for 'delete'), ascending */
+  ids: string[];
+  /** the afterId of the next batch: the last id this batch took, or throughId when the range holds no more */
+  next: string;
+}
