@@ -6,20 +6,23 @@ import { ValidationError } from './errors.js';
 import { MAX_PAYLOAD_DEPTH, checkDelay, checkTime, validateKeyText } from './limits.js';
 import type { NewJob } from './storage.js';
 
+/** When and where one job runs, and the keys that make it unique. Every field is checked before anything is written. */
 export interface EnqueueOptions {
-  /** absolute time to run at (Date or ISO-8601 string), from 1970 to the end of 9999 */
+  /** Absolute time to run at (a Date or an ISO 8601 string), from 1970 to the end of 9999; not with `delayMs`. */
   runAt?: Date | string;
-  /** run after this many milliseconds (from the database's now), at most 100 years */
+  /** Run after this many milliseconds from the database's now, at most 100 years; not with `runAt`. */
   delayMs?: number;
+  /** The queue (default: the type's `queue`, else `default`). */
   queue?: string;
-  /** lower runs first; default 0 */
+  /** Lower runs first, from −32768 to 32767 (default: the type's, else 0). */
   priority?: number;
+  /** Attempts before the job is dead (default: the type's, else 5). */
   maxAttempts?: number;
-  /** a second enqueue with the same key returns the first job instead of a new row; 1-255 characters, no NUL */
+  /** A second enqueue with the same key returns the first job instead of a new row; 1–255 characters, no NUL. */
   idempotencyKey?: string;
-  /** inactivity timeout per attempt */
+  /** Inactivity timeout per attempt: no `ctx.heartbeat()` for this long aborts it (default: the type's, else 5 min). */
   timeoutMs?: number;
-  /** hard bound on one attempt */
+  /** Hard bound on one attempt (default: the type's, else 1 h). */
   maxRuntimeMs?: number;
   /** the key this job counts under for its type's per-key limits (`keyConcurrency`, a per-key `rateLimit`) */
   concurrencyKey?: string;
@@ -32,21 +35,31 @@ export interface EnqueueOptions {
   unique?: UniqueOption;
 }
 
+/** One job per key: see `EnqueueOptions.unique`. */
 export interface UniqueOption {
+  /** 1–200 characters, no NUL. */
   key: string;
+  /** `forever` (default), `active`, `period` or `debounce`. */
   mode?: 'forever' | 'active' | 'period' | 'debounce';
-  /** the window of mode 'period' */
+  /** The window of mode `period`, at least 1000 ms. */
   periodMs?: number;
 }
 
+/** What a job gets when neither its type nor its enqueue says: a client's `defaults` option. */
 export interface JobDefaults {
+  /** Default `default`. */
   queue: string;
+  /** Default 0. */
   priority: number;
+  /** Default 5. */
   maxAttempts: number;
+  /** Default 5 min. */
   timeoutMs: number;
+  /** Default 1 h. */
   maxRuntimeMs: number;
 }
 
+/** The defaults of every job: queue `default`, priority 0, 5 attempts, 5 min inactivity timeout, 1 h max runtime. */
 export const DEFAULT_JOB_DEFAULTS: JobDefaults = {
   queue: 'default',
   priority: 0,
@@ -64,6 +77,7 @@ function invalid(message: string): never {
   throw new ValidationError('INVALID_OPTION', message);
 }
 
+/** A type, queue, schedule or lock name: 1–128 of `A-Za-z0-9_.:-/`, else a `ValidationError`. */
 export function validateName(kind: string, value: unknown): string {
   if (typeof value !== 'string' || !NAME_RE.test(value)) {
     invalid(`${kind} must be 1-128 characters of letters, digits and _ . : - /; got ${JSON.stringify(value)}`);

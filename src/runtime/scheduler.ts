@@ -15,7 +15,9 @@ import { LocalBus, defaultLogger } from './env.js';
 import type { JobRegistry } from './job-definition.js';
 import { Ticker } from './ticker.js';
 
+/** What a `Scheduler` takes (a worker makes one unless `scheduler: false`). */
 export interface SchedulerOptions {
+  /** where the schedules are */
   storage: Storage;
   /** job definitions: their timeout / max runtime apply to the jobs schedules enqueue */
   registry?: JobRegistry | null;
@@ -25,7 +27,9 @@ export interface SchedulerOptions {
   intervalMs?: number;
   /** a slot later than this is a misfire (default: half the period, ≤ 60 s, ≥ 3 ticks) */
   graceMs?: number;
+  /** default: pino to stdout */
   logger?: Logger;
+  /** the jitter's source (default Math.random) */
   random?: () => number;
 }
 
@@ -52,7 +56,7 @@ export async function prepareSchedules(storage: Storage, inputs: readonly Schedu
 }
 
 /** Sync the code-declared set: add, change, and remove (by name) in one transaction. */
-export async function syncSchedules(storage: Storage, inputs: readonly ScheduleInput[]) {
+export async function syncSchedules(storage: Storage, inputs: readonly ScheduleInput[]): Promise<{ schedules: ScheduleRow[]; removed: string[] }> {
   return storage.schedules.sync({ items: await prepareSchedules(storage, inputs, 'code') });
 }
 
@@ -62,6 +66,7 @@ export async function upsertSchedule(storage: Storage, input: ScheduleInput, sou
   return row as ScheduleRow;
 }
 
+/** Fires due schedules, each slot once across any number of schedulers (see the file's header). */
 export class Scheduler {
   readonly #storage: Storage;
   readonly #opts: SchedulerOptions;
@@ -97,6 +102,7 @@ export class Scheduler {
     this.#ticker.start();
   }
 
+  /** Stop ticking and wait for a tick under way. */
   async stop(): Promise<void> {
     this.#ticker.stop();
     await this.#ticking?.catch(() => 0);
