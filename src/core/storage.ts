@@ -74,6 +74,19 @@
  * - queues.health: per queue with due or running jobs; due = status IN ('queued','failed') AND
  *   run_at <= now. attempts.outcomes: ended attempts (finished_at >= now - sinceMs) joined to
  *   their job for type and queue (an attempt whose job was pruned is not counted).
+ * - Finding jobs (./search.ts; pages and cursors decided once in storage/search-pages.ts): a
+ *   JobFilter's exact parts (status; queue, type, idempotency key, each exact or a prefix of
+ *   exactly those characters; id; schedule name) select candidates in id order from the cursor
+ *   (jobs.search: newest first toward older, by id descending; afterId: ascending, returned newest
+ *   first); `text` is a substring of last_error_code, last_error or the payload's JSON text with
+ *   A-Z folded to a-z (every other character exact), tested on the first scanLimit candidates
+ *   only. jobs.countMatching is exact up to cap; past it the planner's estimate (PostgreSQL,
+ *   MySQL: estimated) or cap; with text, the matches among the candidates (exact only when the
+ *   candidates ran out). queues.summary counts each status up to cap (past it, as countMatching)
+ *   and groups the statuses within their cap by queue and type, with due. attempts.series
+ *   (./charts.ts): ended attempts by finished_at in `buckets` buckets of bucketMs aligned to
+ *   multiples of bucketMs since the epoch, the last holding now: per outcome, failures
+ *   (FAILURE_OUTCOMES) by job type, duration_ms and wait_ms in HISTOGRAM_EDGES_MS bins.
  * - alerts.transition: one guarded write; applies only when the rule's row has `episode` (or,
  *   for episode 0, no row exists): sets state, value, since = now, episode + 1.
  * - jobs.prune deletes jobs (and their attempts and events) whose status is listed and whose
@@ -91,6 +104,8 @@ import type { AttemptOutcomeCount, AttemptRow, ClaimParams, ClaimedJob, ExpiredL
 import type { InsertResult, JobCount, JobQuery, JobRow, NewJob, PruneParams } from './storage-jobs.js';
 import type { AlertStateRow, AlertTransition, EffectParams, EffectRecord, EffectReservation, EffectRow, MigrateResult, QueueHealth, QueueState, WorkerInfo, WorkerRow } from './storage-rows.js';
 import type { PrunableQuery, StorageFacts } from './storage-diagnostics.js';
+import type { JobSearch, JobSearchPage, JobSummary, JobSummaryQuery, MatchCount, MatchCountQuery } from './search.js';
+import type { AttemptSeries, AttemptSeriesQuery } from './charts.js';
 import type { BulkBatch, BulkBatchResult, BulkRange, JobEvent, OperatorChange } from './storage-events.js';
 
 // the rows, params and results live in ./storage-jobs.ts and ./storage-rows.ts; re-exported
@@ -98,6 +113,9 @@ import type { BulkBatch, BulkBatchResult, BulkRange, JobEvent, OperatorChange } 
 export type * from './storage-jobs.js';
 export type * from './storage-rows.js';
 export type * from './storage-diagnostics.js';
+// named, not `*`: search.ts and charts.ts hold functions too
+export type { JobFilter, JobSearch, JobSearchPage, JobSummary, JobSummaryQuery, MatchCount, MatchCountQuery, StatusTotal } from './search.js';
+export type { AttemptSeries, AttemptSeriesQuery, BucketCount } from './charts.js';
 export type * from './storage-events.js';
 
 export interface Capabilities {
@@ -115,6 +133,10 @@ export interface JobStore {
   insert(params: { jobs: readonly NewJob[]; tx?: unknown }): Promise<InsertResult[]>;
   get(params: { id: string }): Promise<JobRow | null>;
   list(params: JobQuery): Promise<JobRow[]>;
+  /** One page of the jobs matching a filter, newest first, with the cursors of the pages either side. */
+  search(params: JobSearch): Promise<JobSearchPage>;
+  /** How many jobs match a filter: exact up to `cap`, then estimated or capped. */
+  countMatching(params: MatchCountQuery): Promise<MatchCount>;
   /** Admin "retry now": queued/failed/dead/cancelled → queued, due now, attempts reset; recorded when an actor is given. */
   retry(params: OperatorChange): Promise<{ job: JobRow | null; applied: boolean }>;
   /** Admin cancel: queued/failed/running → cancelled; a running job loses its lease; recorded when an actor is given. */
@@ -147,6 +169,8 @@ export interface AttemptStore {
   list(params: { jobId: string }): Promise<AttemptRow[]>;
   /** Attempts that ended within the last `sinceMs`, counted by job type, queue and outcome. */
   outcomes(params: { sinceMs: number }): Promise<AttemptOutcomeCount[]>;
+  /** Ended attempts counted per time bucket: by outcome, failures by type, run time and wait in histogram bins. */
+  series(params: AttemptSeriesQuery): Promise<AttemptSeries>;
 }
 
 /** The effect ledger behind `ctx.once`. */
@@ -209,6 +233,8 @@ export interface WorkerStore {
 export interface QueueStore {
   /** Jobs by queue, type and status. */
   counts(): Promise<JobCount[]>;
+  /** The overview's counts, bounded: each status exact up to `cap`, the exact ones by queue and type. */
+  summary(params?: JobSummaryQuery): Promise<JobSummary>;
   /** Per queue holding due or running jobs: due, running, age of the oldest due job. */
   health(): Promise<QueueHealth[]>;
   /** Stop claims from this queue, cluster-wide (running jobs finish; enqueues go on). */

@@ -14,6 +14,7 @@
 import { describe } from 'node:test';
 import type { Storage } from '../../src/core/storage.js';
 import { adminTests } from './admin.js';
+import { chartTests } from './charts.js';
 import { countTests } from './counts.js';
 import { bulkTests } from './bulk.js';
 import { effectTests } from './effects.js';
@@ -29,6 +30,7 @@ import { lockTests } from './locks.js';
 import { observeTests } from './observe.js';
 import { raceTests } from './races.js';
 import { scheduleTests } from './schedules.js';
+import { searchTests } from './search.js';
 import { sweepTests } from './sweep.js';
 import { uniqueTests } from './unique.js';
 import { workerTests } from './workers.js';
@@ -59,5 +61,8 @@ export function runStorageConformance(h: ConformanceHarness): void {
     flowTests(h);
     queueFlowTests(h);
     uniqueTests(h);
+    searchTests(h);
+    countTests(h);
+    chartTests(h);
   });
 }

@@ -1,6 +1,8 @@
 /** Every attempt's history row, kept in memory as its own row from claim to finish. */
 import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
 import { attemptOut, type MemoryDb } from './db.js';
+import type { AttemptSeries, AttemptSeriesQuery } from '../../core/charts.js';
+import { attemptSeries } from './series.js';
 
 export class MemoryAttempts implements AttemptStore {
   constructor(private readonly db: MemoryDb) {}
@@ -15,6 +17,11 @@ export class MemoryAttempts implements AttemptStore {
   }
 
   /** Ended attempts with finished_at >= now - sinceMs, counted by their job's type and queue. */
+  /** Ended attempts per time bucket (./series.ts). */
+  async series(p: AttemptSeriesQuery): Promise<AttemptSeries> {
+    return attemptSeries(this.db, p);
+  }
+
   async outcomes(p: { sinceMs: number }): Promise<AttemptOutcomeCount[]> {
     const cutoff = this.db.now().getTime() - p.sinceMs;
     const groups = new Map<string, AttemptOutcomeCount>();

@@ -4,6 +4,9 @@
  * one synchronous step over the tables in ./db.ts.
  */
 import { LeaseholdError } from '../../core/errors.js';
+import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../../core/search.js';
+import { matchCount, searchPage } from '../search-pages.js';
+import { MemoryMatchReader } from './search.js';
 import { checkOperator } from '../../core/operator.js';
 import type { BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneParams } from '../../core/storage.js';
 import { MemoryBulk } from './bulk.js';
@@ -69,6 +72,15 @@ export class MemoryJobs implements JobStore {
   }
 
   /** Newest first (numeric id order), keyset-paginated by `beforeId`. */
+  /** One page of a search: the pages decided in ../search-pages.ts over this database's reads (./search.ts). */
+  search(p: JobSearch): Promise<JobSearchPage> {
+    return searchPage(new MemoryMatchReader(this.db), p);
+  }
+
+  countMatching(p: MatchCountQuery): Promise<MatchCount> {
+    return matchCount(new MemoryMatchReader(this.db), p);
+  }
+
   async list(q: JobQuery): Promise<JobRow[]> {
     this.db.now();
     const before = q.beforeId === undefined ? Infinity : Number(q.beforeId);

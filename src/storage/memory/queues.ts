@@ -2,11 +2,19 @@
 import { DUE_STATUSES } from '../../core/status.js';
 import type { JobCount, QueueHealth, QueueState, QueueStore } from '../../core/storage.js';
 import { type MemoryDb, copyDate, copyDateOrNull } from './db.js';
+import type { JobSummary, JobSummaryQuery } from '../../core/search.js';
+import { jobSummary } from '../search-pages.js';
+import { MemoryMatchReader } from './search.js';
 
 export class MemoryQueues implements QueueStore {
   constructor(private readonly db: MemoryDb) {}
 
   /** One row per (queue, type, status); `due` counts due statuses with run_at <= now (else 0). */
+  /** The overview's counts, each status bounded by its cap (../search-pages.ts over ./search.ts). */
+  summary(p?: JobSummaryQuery): Promise<JobSummary> {
+    return jobSummary(new MemoryMatchReader(this.db), p);
+  }
+
   async counts(): Promise<JobCount[]> {
     const nowMs = this.db.now().getTime();
     const groups = new Map<string, JobCount>();

@@ -8,6 +8,8 @@ import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/s
 import { type Db, run } from './db.js';
 import { NOW, type Tables, idParam, micros, toAttemptRow } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
+import type { AttemptSeries, AttemptSeriesQuery } from '../../core/charts.js';
+import { MysqlSeries } from './series.js';
 
 export function attemptsSql(t: Tables) {
   return {
@@ -41,6 +43,11 @@ export class MysqlAttempts extends SqlAggregate<Db, ReturnType<typeof attemptsSq
     const id = idParam(p.jobId);
     if (id === null) return [];
     return (await this.db.one('listAttempts', (c) => run(c, this.sql.listAttempts, [id, id]))).map(toAttemptRow);
+  }
+
+  /** Ended attempts per time bucket (./series.ts). */
+  series(p: AttemptSeriesQuery): Promise<AttemptSeries> {
+    return new MysqlSeries(this.db).series(p);
   }
 
   async outcomes(p: { sinceMs: number }): Promise<AttemptOutcomeCount[]> {

@@ -14,6 +14,9 @@ import { MysqlEvents, eventStatement, eventsSql } from './events.js';
 import { insertJobsOn, insertSql, isSingleStatement, prepareInsert } from './insert.js';
 import { JOB_COLS, NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow, waitMs } from './sql.js';
 import { insertUniqueOn, insertWithUniqueKeys, uniqueKeySql } from './unique-keys.js';
+import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../../core/search.js';
+import { matchCount, searchPage } from '../search-pages.js';
+import { MysqlMatchReader } from './search.js';
 import { SqlAggregate } from '../aggregates.js';
 
 export function jobsSql(t: Tables) {
@@ -82,6 +85,15 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
     if (id === null) return null;
     const [row] = await this.db.one('getJob', (c) => run(c, this.sql.jobById, [id]));
     return row ? toJobRow(row) : null;
+  }
+
+  /** One page of a search: the pages decided in ../search-pages.ts over this database's reads (./search.ts). */
+  search(p: JobSearch): Promise<JobSearchPage> {
+    return searchPage(new MysqlMatchReader(this.db), p);
+  }
+
+  countMatching(p: MatchCountQuery): Promise<MatchCount> {
+    return matchCount(new MysqlMatchReader(this.db), p);
   }
 
   async list(q: JobQuery): Promise<JobRow[]> {

@@ -4,6 +4,9 @@ import type { JobCount, QueueHealth, QueueState, QueueStore } from '../../core/s
 import { type Db, exec, run } from './db.js';
 import { NOW, type Row, type Tables, parseUtc, parseUtcOrNull } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
+import type { JobSummary, JobSummaryQuery } from '../../core/search.js';
+import { jobSummary } from '../search-pages.js';
+import { MysqlMatchReader } from './search.js';
 
 export function queuesSql(t: Tables) {
   return {
@@ -33,6 +36,11 @@ export function queuesSql(t: Tables) {
 export class MysqlQueues extends SqlAggregate<Db, ReturnType<typeof queuesSql>> implements QueueStore {
   constructor(db: Db) {
     super(db, queuesSql(db.t));
+  }
+
+  /** The overview's counts, each status bounded by its cap (../search-pages.ts over ./search.ts). */
+  summary(p?: JobSummaryQuery): Promise<JobSummary> {
+    return jobSummary(new MysqlMatchReader(this.db), p);
   }
 
   async counts(): Promise<JobCount[]> {

@@ -8,6 +8,8 @@ import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/s
 import { type Db } from './db.js';
 import { NOW, ms, toAttemptRow, validId, waitSince } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
+import type { AttemptSeries, AttemptSeriesQuery } from '../../core/charts.js';
+import { PostgresSeries } from './series.js';
 
 function attemptsSql(s: string) {
   return {
@@ -46,6 +48,11 @@ export class PostgresAttempts extends SqlAggregate<Db, ReturnType<typeof attempt
     const id = validId(p.jobId);
     if (id === null) return [];
     return (await this.db.run('listAttempts', this.sql.list, [id])).map(toAttemptRow);
+  }
+
+  /** Ended attempts per time bucket (./series.ts). */
+  series(p: AttemptSeriesQuery): Promise<AttemptSeries> {
+    return new PostgresSeries(this.db).series(p);
   }
 
   async outcomes(p: { sinceMs: number }): Promise<AttemptOutcomeCount[]> {

@@ -16,6 +16,9 @@ import { PostgresEvents, eventsSql, recordEvents } from './events.js';
 import { JobInserts } from './insert.js';
 import { NOW, durationSince, jobColumns, ms, toJobRow, validId, waitSince } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
+import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../../core/search.js';
+import { matchCount, searchPage } from '../search-pages.js';
+import { PostgresMatchReader } from './search.js';
 
 export function jobsSql(s: string) {
   return {
@@ -118,6 +121,15 @@ export class PostgresJobs extends SqlAggregate<Db, ReturnType<typeof jobsSql>> i
     if (id === null) return null;
     const [row] = await this.db.run('getJob', this.sql.get, [id]);
     return row ? toJobRow(row) : null;
+  }
+
+  /** One page of a search: the pages decided in ../search-pages.ts over this database's reads (./search.ts). */
+  search(p: JobSearch): Promise<JobSearchPage> {
+    return searchPage(new PostgresMatchReader(this.db), p);
+  }
+
+  countMatching(p: MatchCountQuery): Promise<MatchCount> {
+    return matchCount(new PostgresMatchReader(this.db), p);
   }
 
   async list(q: JobQuery): Promise<JobRow[]> {

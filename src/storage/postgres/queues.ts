@@ -6,6 +6,9 @@ import type { JobCount, QueueHealth, QueueState, QueueStore } from '../../core/s
 import { type Db, type Row } from './db.js';
 import { NOW, date, dateOrNull, toJobCount } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
+import type { JobSummary, JobSummaryQuery } from '../../core/search.js';
+import { jobSummary } from '../search-pages.js';
+import { PostgresMatchReader } from './search.js';
 
 function queuesSql(s: string) {
   return {
@@ -55,6 +58,11 @@ function toQueueState(r: Row): QueueState {
 export class PostgresQueues extends SqlAggregate<Db, ReturnType<typeof queuesSql>> implements QueueStore {
   constructor(db: Db) {
     super(db, queuesSql(db.q));
+  }
+
+  /** The overview's counts, each status bounded by its cap (../search-pages.ts over ./search.ts). */
+  summary(p?: JobSummaryQuery): Promise<JobSummary> {
+    return jobSummary(new PostgresMatchReader(this.db), p);
   }
 
   async counts(): Promise<JobCount[]> {

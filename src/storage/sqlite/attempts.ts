@@ -6,6 +6,8 @@
  */
 import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
 import type { SqliteDb } from './db.js';
+import type { AttemptSeries, AttemptSeriesQuery } from '../../core/charts.js';
+import { attemptSeries } from './series.js';
 import { toAttemptRow, toSqlId } from './sql.js';
 import type { SqlAttempt } from './sql.js';
 
@@ -45,6 +47,11 @@ export class SqliteAttempts implements AttemptStore {
     if (id === null) return [];
     const rows = this.db.read(() => this.db.stmt(ATTEMPT_SQL.list).all({ id }) as SqlAttempt[]);
     return rows.map(toAttemptRow);
+  }
+
+  /** Ended attempts per time bucket (./series.ts). */
+  async series(p: AttemptSeriesQuery): Promise<AttemptSeries> {
+    return attemptSeries(this.db, p);
   }
 
   async outcomes(p: { sinceMs: number }): Promise<AttemptOutcomeCount[]> {

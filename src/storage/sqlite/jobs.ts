@@ -13,6 +13,9 @@ import { refuseTx } from './db.js';
 import { SqliteEvents } from './events.js';
 import { type AdminResult, cancelRow, deleteJobs, retryRow } from './operator.js';
 import type { SqliteDb } from './db.js';
+import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../../core/search.js';
+import { matchCount, searchPage } from '../search-pages.js';
+import { SqliteMatchReader } from './search.js';
 import { jsonOrNull, NEXT_JOB_ID, toJobRow, toSqlId } from './sql.js';
 import type { SqlJob } from './sql.js';
 
@@ -208,6 +211,15 @@ export class SqliteJobs implements JobStore {
     if (id === null) return null;
     const row = this.db.read(() => this.db.stmt(JOB_SQL.get).get(id) as SqlJob | undefined);
     return row ? toJobRow(row) : null;
+  }
+
+  /** One page of a search: the pages decided in ../search-pages.ts over this database's reads (./search.ts). */
+  search(p: JobSearch): Promise<JobSearchPage> {
+    return searchPage(new SqliteMatchReader(this.db), p);
+  }
+
+  countMatching(p: MatchCountQuery): Promise<MatchCount> {
+    return matchCount(new SqliteMatchReader(this.db), p);
   }
 
   async list(q: JobQuery): Promise<JobRow[]> {

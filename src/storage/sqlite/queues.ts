@@ -1,6 +1,9 @@
 /** What the queues hold on SQLite: counts per queue, type and status, each queue's health, and which are paused. */
 import type { JobCount, QueueHealth, QueueState, QueueStore } from '../../core/storage.js';
 import type { SqliteDb } from './db.js';
+import type { JobSummary, JobSummaryQuery } from '../../core/search.js';
+import { jobSummary } from '../search-pages.js';
+import { SqliteMatchReader } from './search.js';
 
 const QUEUE_SQL = {
   counts: `-- leasehold queues.counts: counts per (queue, type, status), with how many of the due statuses are due now
@@ -42,6 +45,11 @@ const toQueueState = (r: SqlQueueState): QueueState => ({
 
 export class SqliteQueues implements QueueStore {
   constructor(private readonly db: SqliteDb) {}
+
+  /** The overview's counts, each status bounded by its cap (../search-pages.ts over ./search.ts). */
+  summary(p?: JobSummaryQuery): Promise<JobSummary> {
+    return jobSummary(new SqliteMatchReader(this.db), p);
+  }
 
   async counts(): Promise<JobCount[]> {
     const now = this.db.now();
