@@ -8,3 +8,5 @@ export { createDashboard } from './app.js';
 export type { DashboardClient, DashboardOptions } from './app.js';
 export { serveDashboard } from './serve.js';
 export type { RunningDashboard, ServeDashboardOptions } from './serve.js';
+export { withOperatorApi } from '../runtime/operator.js';
+export type { OperatorApi } from '../runtime/operator.js';

@@ -70,6 +70,7 @@ button.danger{border-color:#e3b3ae;color:var(--errink)}
 .actions{display:flex;flex-wrap:wrap;gap:.6rem;margin:.4rem 0 1rem}
 .actions form{margin:0}
 form.inline{display:inline-block;margin:0 .3rem .2rem 0}form.inline button{padding:.1rem .5rem;font-size:.8rem}
+.actions form.inline button{padding:.35rem .9rem;font-size:inherit}
 dl.kv{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.3rem 1.2rem;margin:0}
 dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;overflow-wrap:anywhere}
 .pager{display:flex;gap:1rem;margin-top:.8rem}
