@@ -106,7 +106,8 @@ describe('dashboard: CSRF', () => {
     assert.equal(r.res.status, 303);
     assert.equal(r.res.headers.get('location'), `/jobs/${s.deadId}?done=retried`);
     assert.equal(await statusOf(s.deadId), 'queued');
-    // Cancel asks first: without confirmed=1 the answer is a confirmation page and nothing changes
+    // Cancel asks first: a dialog with the script (the form says what to ask), else a confirmation page; nothing changes until confirmed=1
+    assert.match((await get(app, `/jobs/${s.queuedId}`, jar)).text, /<form class="inline" method="post" action="\/jobs\/\d+\/cancel" data-confirm="Cancel job \d+ \(send-email\)\? It will not run again unless someone retries it\.">/);
     const ask = await post(app, `/jobs/${s.queuedId}/cancel`, { csrf }, jar);
     assert.equal(ask.res.status, 200);
     assert.match(ask.text, /Cancel job \d+ \(send-email\)\? It will not run again/);
