@@ -1,61 +1,69 @@
 /**
- * leasehold/kysely: enqueue inside a Kysely transaction, on PostgreSQL and MySQL/MariaDB.
- *
- * ```ts
- * import { kyselyTx } from 'leasehold/kysely';
- * await db.transaction().execute(async (trx) => {
- *   const order = await trx.insertInto('orders').values(row).returning('id').executeTakeFirstOrThrow();
- *   await client.enqueue('send-receipt', { orderId: order.id }, { tx: kyselyTx(trx) });
- * });
- * ```
- *
- * Kysely does not hand out its connection, so the statements go through `trx.executeQuery` as
- * raw compiled queries, without your plugins (a CamelCasePlugin would rename the columns the
- * storage reads). On MySQL they are read through your pool's settings: see docs/databases.md.
+ * `leasehold enqueue <type> [payload]`. With `--handlers` the job definitions decide as they do
+ * for the application's client: an unknown type is refused, the payload is checked against the
+ * type's schema, and the type's queue, priority, attempts and time limits are the job's defaults
+ * (the flags still win). Without it any well-formed type and JSON payload is taken as given.
  */
-import { CompiledQuery, type Transaction } from 'kysely';
-import type { TxHandle } from './tx-handle.js';
-import { notATransaction } from './tx-handle.js';
+import type { Command } from 'commander';
+import { Option } from 'commander';
+import { UnknownJobTypeError, parsePayloadText } from '../core/index.js';
+import { createClient } from '../runtime/client.js';
+import { JobRegistry, validateWithSchema } from '../runtime/job-definition.js';
+import { iso } from './format.js';
+import { withStorage } from './main.js';
+import { parseDate, parseDuration, parseIntIn } from './parse.js';
+import { loadHandlers } from './worker-commands.js';
 
-export type { TxHandle } from './tx-handle.js';
-
-/** A statement as the MySQL storage sends it (mysql2's query options). */
-interface MysqlCall {
-  sql: string;
-  values?: readonly unknown[];
+interface EnqueueFlags {
+  runAt?: Date;
+  delay?: number;
+  queue?: string;
+  priority?: number;
+  maxAttempts?: number;
+  key?: string;
+  timeout?: number;
+  handlers?: string;
+  json?: boolean;
 }
 
-/** A statement as the PostgreSQL storage sends it: a text, or a config that may name a prepared statement. */
-type PgCall = string | { text: string; values?: readonly unknown[]; rowMode?: string };
+/** The definitions of `--handlers`, with the type and payload checked: bad input fails before the database is opened. */
+async function definitionsFor(modulePath: string, type: string, payload: unknown): Promise<JobRegistry> {
+  const registry = new JobRegistry(await loadHandlers(modulePath));
+  const def = registry.get(type);
+  if (!def) throw new UnknownJobTypeError(type, registry.types);
+  // the client validates again at enqueue, from the payload as given (a schema may transform it)
+  if (def.schema) await validateWithSchema(type, def.schema, payload);
+  return registry;
+}
 
-/**
- * Your Kysely transaction as `tx`.
- *
- * @param trx - the transaction `db.transaction().execute(…)` (or `startTransaction()`) gives you, while it is open
- * @throws `ValidationError` (`INVALID_OPTION`) for a Kysely instance that is not a transaction
- */
-// why `any`: the adapter never reads your tables, so it takes a transaction over any schema
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function kyselyTx(trx: Transaction<any>): TxHandle {
-  if ((trx as { isTransaction?: unknown } | null)?.isTransaction !== true) {
-    throw notATransaction('kyselyTx', 'pass the transaction db.transaction().execute() gives you, not the Kysely instance');
-  }
-  const raw = trx.withoutPlugins();
-  const run = (sql: string, values: readonly unknown[] | undefined) => raw.executeQuery<Record<string, unknown>>(CompiledQuery.raw(sql, [...(values ?? [])]));
-  return {
-    async query(call: unknown, values?: unknown) {
-      if (typeof call === 'object' && call !== null && 'sql' in call) {
-        const c = call as MysqlCall;
-        const r = await run(c.sql, c.values);
-        // mysql2's answer: rows, or for a write without RETURNING its header
-        const head = r.numAffectedRows === undefined ? r.rows : { affectedRows: Number(r.numAffectedRows), insertId: String(r.insertId ?? 0) };
-        return [head, undefined];
-      }
-      const c = call as PgCall;
-      const [text, params] = typeof c === 'string' ? [c, values as readonly unknown[] | undefined] : [c.text, c.values];
-      if (typeof c === 'object' && c.rowMode !== undefined) throw new Error(`kyselyTx: rowMode ${c.rowMode} is not supported`);
-      const r = await run(text, params);
-      return { rows: r.rows, rowCount: r.numAffectedRows === undefined ? r.rows.length : Number(r.numAffectedRows) };
-    },
-  };
+export function registerEnqueueCommand(program: Command): void {
+  program
+    .command('enqueue <type> [payload]')
+    .description('add a job; payload is JSON (default {})')
+    .addOption(new Option('--run-at <iso>', 'run at this time').argParser(parseDate).conflicts('delay'))
+    .addOption(new Option('--delay <duration>', 'run after this long: 30s, 10m, 2h').argParser(parseDuration))
+    .option('--queue <name>', 'queue name')
+    .option('--priority <n>', 'lower runs first', parseIntIn(-32768, 32767))
+    .option('--max-attempts <n>', 'attempts before the job is dead', parseIntIn(1, 1_000_000))
+    .option('--key <key>', 'idempotency key: a second enqueue with it returns the first job')
+    .option('--timeout <duration>', 'inactivity timeout per attempt', parseDuration)
+    .addOption(new Option('--handlers <module>', "module exporting job definitions: the type's schema checks the payload, its policies are the defaults").env('LEASEHOLD_HANDLERS'))
+    .option('--json', 'print the job as JSON')
+    .action(async (type: string, payloadText: string | undefined, o: EnqueueFlags, cmd: Command) => {
+      const payload = parsePayloadText(payloadText ?? '{}');
+      const jobs = o.handlers === undefined ? undefined : await definitionsFor(o.handlers, type, payload);
+      await withStorage(cmd, async (storage) => {
+        const job = await createClient({ storage, ...(jobs ? { jobs } : {}) }).enqueue(type, payload, {
+          ...(o.runAt ? { runAt: o.runAt } : {}),
+          ...(o.delay !== undefined ? { delayMs: o.delay } : {}),
+          ...(o.queue !== undefined ? { queue: o.queue } : {}),
+          ...(o.priority !== undefined ? { priority: o.priority } : {}),
+          ...(o.maxAttempts !== undefined ? { maxAttempts: o.maxAttempts } : {}),
+          ...(o.key !== undefined ? { idempotencyKey: o.key } : {}),
+          ...(o.timeout !== undefined ? { timeoutMs: o.timeout } : {}),
+        });
+        const text = () => `${job.created ? 'enqueued' : 'already enqueued (same key)'} job ${job.id} (${job.type}, queue ${job.queue}, run at ${iso(job.runAt)})`;
+        process.stdout.write(`${o.json ? JSON.stringify(job, null, 2) : text()}\n`);
+      });
+    });
 }
