@@ -1,11 +1,11 @@
 /**
  * What only the SQLite adapter has to prove about one installation in one file: WAL mode,
- * table prefixes, no caller transactions, and the injected clock as the database clock.
+ * table prefixes, what a caller's transaction handle may be, and the injected clock as the database clock.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { NotSupportedError } from '../../src/core/errors.js';
+import { NotSupportedError, ValidationError } from '../../src/core/errors.js';
 import { sqliteStorage } from '../../src/storage/sqlite/index.js';
 import { job, tempFiles } from './sqlite-support.js';
 
@@ -22,14 +22,15 @@ describe('sqlite specific: the file, prefixes and clock', () => {
     } finally {
       raw.close();
     }
-    assert.deepEqual(s.capabilities, { multiProcess: true, transactionalEnqueue: false, listenNotify: false });
+    assert.deepEqual(s.capabilities, { multiProcess: true, transactionalEnqueue: true, listenNotify: false });
     await s.close();
   });
 
-  it("rejects the caller's transaction handle with NotSupportedError", async () => {
+  it("refuses a `tx` that is no database handle (ValidationError), and a finish in the caller's transaction (NotSupportedError)", async () => {
     const s = sqliteStorage({ path: tempFile() });
     await s.migrate();
-    await assert.rejects(s.jobs.insert({ jobs: [job('tx')], tx: {} }), NotSupportedError);
+    await assert.rejects(s.jobs.insert({ jobs: [job('tx')], tx: {} }), ValidationError);
+    await assert.rejects(s.leases.finish({ items: [{ id: '1', leaseToken: 't', status: 'succeeded', attempt: { outcome: 'succeeded' } }], tx: {} }), NotSupportedError);
     assert.equal((await s.queues.counts()).length, 0, 'nothing written');
     await s.close();
   });

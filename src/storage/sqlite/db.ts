@@ -15,7 +15,7 @@
  * (`retryBusy`, short waits up to the busy timeout), not by SQLite's busy handler.
  */
 import { Backoff } from '../../core/backoff.js';
-import { NotSupportedError, TransientStorageError } from '../../core/errors.js';
+import { NotSupportedError, TransientStorageError, ValidationError } from '../../core/errors.js';
 import type { RetryPolicy } from '../../core/retry.js';
 import { openSqlite, sqliteErrorCode } from './driver.js';
 import type { SqliteConnection, SqliteDriverName, SqliteStatement } from './driver.js';
@@ -36,10 +36,46 @@ function mapError(e: unknown): never {
   throw e;
 }
 
-/** Transactions are synchronous in both drivers and cannot span the caller's `await`s, so `{ tx }` is refused. */
+/** Where the caller's handle is not taken (a finish): `{ tx }` refused with NotSupportedError. */
 export function refuseTx(tx: unknown, what: string): void {
   if (tx !== undefined && tx !== null) throw new NotSupportedError(`${what} in the caller's transaction`, 'sqlite');
 }
+
+/** What a write on a connection needs of it: prepared statements by SQL template. */
+export interface Statements {
+  stmt(template: string): SqliteStatement;
+}
+
+/** The caller's own handle: a better-sqlite3 Database or a node:sqlite DatabaseSync. */
+interface CallerHandle {
+  prepare(sql: string): SqliteStatement & { setAllowUnknownNamedParameters?(on: boolean): void };
+  /** better-sqlite3 */
+  readonly inTransaction?: boolean;
+  readonly open?: boolean;
+  /** node:sqlite */
+  readonly isTransaction?: boolean;
+  readonly isOpen?: boolean;
+}
+
+const HANDLE = 'sqlite storage: `tx` must be your better-sqlite3 Database (or node:sqlite DatabaseSync) on the same file, inside its open transaction';
+
+function callerHandle(tx: unknown): CallerHandle {
+  const h = tx as Partial<CallerHandle> | null;
+  // `in`, not a read: node:sqlite's isTransaction throws on a closed handle
+  const known = typeof h === 'object' && h !== null && typeof h.prepare === 'function' && ('inTransaction' in h || 'isTransaction' in h);
+  if (!known) throw new ValidationError('INVALID_OPTION', HANDLE);
+  if (h.open === false || h.isOpen === false) throw new ValidationError('INVALID_OPTION', 'sqlite storage: `tx` is a closed database handle');
+  return h as CallerHandle;
+}
+
+/** The main database file a connection is on ('' in memory). */
+function mainFile(rows: unknown[]): string {
+  const main = (rows as { name?: unknown; file?: unknown }[]).find((r) => r.name === 'main');
+  return typeof main?.file === 'string' ? main.file : '';
+}
+
+const DATABASE_LIST = `-- leasehold sqlite.databaseList: the file each attached database is on
+  PRAGMA database_list`;
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 function sleepSync(ms: number): void {
@@ -68,6 +104,8 @@ export class SqliteDb {
   readonly now: () => number;
   private readonly busyTimeoutMs: number;
   private readonly cache = new Map<string, SqliteStatement>();
+  /** callers' handles checked to be on this file, with their statements */
+  private readonly callers = new WeakMap<object, Statements>();
 
   constructor(opts: SqliteDbOptions) {
     this.prefix = opts.prefix;
@@ -155,6 +193,48 @@ export class SqliteDb {
         sleepSync(Math.min(backoff.next() / 1000, deadline - now));
       }
     }
+  }
+
+  /**
+   * `fn` on the caller's handle inside their open transaction on this file: they commit or roll
+   * back. The statements are prepared on their handle (cached per handle). A busy error maps to
+   * TransientStorageError and is not retried: their transaction decides what happens next.
+   */
+  onCaller<T>(tx: unknown, fn: (on: Statements) => T): T {
+    const h = callerHandle(tx);
+    const on = this.callers.get(h) ?? this.adopt(h);
+    if (!(h.inTransaction ?? h.isTransaction)) {
+      throw new ValidationError('INVALID_OPTION', 'sqlite storage: `tx` has no open transaction: enqueue inside db.transaction(…), or after BEGIN');
+    }
+    try {
+      return fn(on);
+    } catch (e) {
+      return mapError(e);
+    }
+  }
+
+  /** The caller's handle as statements, once it is known to be on this file. */
+  private adopt(h: CallerHandle): Statements {
+    const ours = mainFile(this.conn.prepare(DATABASE_LIST).all());
+    const theirs = mainFile(h.prepare(DATABASE_LIST).all());
+    if (ours === '') throw new ValidationError('INVALID_OPTION', 'sqlite storage: its database is in memory, which no other handle can share: `tx` cannot be used');
+    if (theirs !== ours) throw new ValidationError('INVALID_OPTION', `sqlite storage: \`tx\` is on ${theirs === '' ? 'an in-memory database' : theirs}, not on the storage's file ${ours}`);
+    const cache = new Map<string, SqliteStatement>();
+    const on: Statements = {
+      stmt: (template) => {
+        let st = cache.get(template);
+        if (st === undefined) {
+          const made = h.prepare(withPrefix(template, this.prefix));
+          // better-sqlite3 ignores named parameters a statement does not use; the statements rely on it
+          made.setAllowUnknownNamedParameters?.(true);
+          st = made;
+          cache.set(template, st);
+        }
+        return st;
+      },
+    };
+    this.callers.set(h, on);
+    return on;
   }
 
   close(): void {

@@ -3,8 +3,8 @@
  * (`driver` option). `import { sqliteStorage } from 'leasehold/sqlite'`.
  *
  * The database clock is this process's clock (db.ts), and several processes may share one file.
- * Transactions are synchronous in both drivers, so a caller's own transaction cannot span an
- * `await`: `transactionalEnqueue` is false and `{ tx }` is refused with NotSupportedError.
+ * An enqueue takes `{ tx }`: the caller's own handle on the same file inside its open
+ * transaction (insert.ts); completing a job in it is refused with NotSupportedError.
  */
 import { AggregateStorage } from '../aggregates.js';
 import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
@@ -46,7 +46,7 @@ const SQLITE_AGGREGATES = { jobs: SqliteJobs, leases: SqliteLeases, attempts: Sq
 export class SqliteStorage extends AggregateStorage<SqliteDb, typeof SQLITE_AGGREGATES> implements Storage {
   readonly dialect = 'sqlite';
   readonly expectedSchemaVersion = SCHEMA_VERSION;
-  readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: false, listenNotify: false };
+  readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: false };
 
   constructor(opts: SqliteStorageOptions) {
     const db = new SqliteDb({
