@@ -108,13 +108,17 @@ export function searchTests(h: ConformanceHarness): void {
       // a cursor past every match: an empty page that still points back
       const past = await s.jobs.search({ filter, limit: 3, beforeId: j1! });
       assert.deepEqual([past.jobs, past.older, past.newer], [[], null, String(Number(j1) - 1)]);
-      assert.deepEqual((await s.jobs.search({ filter, limit: 3, afterId: past.newer! })).jobs.map((j) => j.id), [j3, j2, j1]);
+      const bottom = await s.jobs.search({ filter, limit: 3, afterId: past.newer! });
+      assert.deepEqual([bottom.jobs.map((j) => j.id), bottom.older, bottom.newer], [[j3, j2, j1], null, j3]);
+      // a cursor above every match: the newest page, with nothing newer
+      const above = await s.jobs.search({ filter, limit: 3, beforeId: String(Number(j7) + 1) });
+      assert.deepEqual([above.jobs.map((j) => j.id), above.older, above.newer], [[j7, j6, j5], j5, null]);
     });
 
     it('text: a substring of the payload JSON, last error or its code, ASCII letters folded and every other character exact', async () => {
       const s = db.storage;
       const t = uniq('text');
-      const note = await insert(s, t, { payload: { note: `Hello Wörld 100%_done ${t}` } });
+      const note = await insert(s, t, { payload: { note: `Hello Wörld 100%_done ÉCOLE ${t}` } });
       await insert(s, `${t}.f`, { payload: { n: 1 } });
       const failed = await claimOne(s, `${t}.f`);
       await finish(s, failed, { status: 'failed', runAfterMs: 60_000, error: { code: 'E_CONN_RESET', message: 'Upstream TIMEOUT after 3 s' }, attempt: { outcome: 'failed' } });
@@ -122,6 +126,8 @@ export function searchTests(h: ConformanceHarness): void {
       assert.deepEqual(await find('hello wö'), [note.id]);
       assert.deepEqual(await find('HELLO WöRLD'), [note.id], 'A-Z folded');
       assert.deepEqual(await find('WÖRLD'), [], 'Ö is not ö: only A-Z fold');
+      assert.deepEqual(await find('école'), [], 'nor is É é, in the stored text');
+      assert.deepEqual(await find('Écol'), [note.id]);
       assert.deepEqual(await find('100%_d'), [note.id]);
       assert.deepEqual(await find('100x'), []);
       assert.deepEqual(await find('"note":"hello'), [note.id], 'the payload as JSON text');
