@@ -23,12 +23,25 @@ export type JobOf<J extends JobList, T extends string> = Extract<J[number], { ty
 export type JobInput<J extends JobList, T extends string> =
   string extends JobTypeName<J> ? unknown : JobOf<J, T> extends JobDefinition<infer _P, infer _T, infer I> ? I : never;
 
-/** An enqueue's options; `tx` is your own transaction handle (where the storage supports it). */
-export type EnqueueItemOptions = EnqueueOptions & { tx?: unknown };
+/** An enqueue's options, and the transaction to enqueue in. */
+export type EnqueueItemOptions = EnqueueOptions & {
+  /**
+   * Your own open transaction (a `pg` client, a `mysql2` connection, or an integration's handle),
+   * where the storage's `capabilities.transactionalEnqueue` is true: the job exists once you commit.
+   */
+  tx?: unknown;
+};
 
 /** One job of an `enqueueMany` call: a type of the list, a payload of that type, its options. */
 export type EnqueueItem<J extends JobList = JobList> = {
-  [T in JobTypeName<J>]: { type: T; payload: JobInput<J, T>; options?: EnqueueItemOptions };
+  [T in JobTypeName<J>]: {
+    /** a type name of the list */
+    type: T;
+    /** what that type takes: its schema's input */
+    payload: JobInput<J, T>;
+    /** when and where it runs; see `EnqueueOptions` */
+    options?: EnqueueItemOptions;
+  };
 }[JobTypeName<J>];
 
 /**
