@@ -1,3 +1,7 @@
+/**
+ * Everything core holds, for the runtime and the adapters inside this package. Not the public
+ * API: an application imports the root export (src/index.ts), an adapter leasehold/storage.
+ */
 export * from './alerts.js';
 export * from './claim-size.js';
 export * from './decide.js';
