@@ -8,8 +8,6 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { ValidationError } from '../core/index.js';
 import { createClient } from '../runtime/client.js';
-import { withOperatorApi } from '../runtime/operator.js';
-import { serveDashboard } from '../dashboard/index.js';
 import { createHealth } from '../observe/health.js';
 import { createMetrics } from '../observe/metrics.js';
 import { openStorage } from '../storage/open.js';
@@ -47,6 +45,8 @@ export function registerDashboardCommand(program: Command): void {
         let running;
         // the dashboard's /metrics: the database gauges (when this process is the cluster's sampler) and the process's own
         const observe = { metrics: createMetrics({ storage, defaultMetrics: true }), health: createHealth({ storage }) };
+        // loaded here, not at start-up: every other command would pay for the dashboard's modules
+        const [{ serveDashboard }, { withOperatorApi }] = await Promise.all([import('../dashboard/index.js'), import('../runtime/operator.js')]);
         try {
           running = await serveDashboard({
             client: withOperatorApi(createClient({ storage })), port: o.port, host: o.host, token: o.token, basePath: o.basePath,
