@@ -11,9 +11,13 @@
  *
  * Kysely does not hand out its connection, so the statements go through `trx.executeQuery` as
  * raw compiled queries, without your plugins (a CamelCasePlugin would rename the columns the
- * storage reads). On MySQL they are read through your pool's settings: see docs/databases.md.
+ * storage reads). On MySQL their answers are read through your pool's settings, where the
+ * storage reads DATETIME as UTC text: a DATETIME read as a Date is turned back into that text,
+ * which holds only when your pool reads DATETIME as UTC (`timezone: 'Z'`), checked once per
+ * transaction before its first statement.
  */
 import type { CompiledQuery, Transaction } from 'kysely';
+import { ValidationError } from '../core/errors.js';
 import type { TxHandle } from './tx-handle.js';
 import { notATransaction } from './tx-handle.js';
 
@@ -30,6 +34,19 @@ function rawQuery(sql: string, parameters: readonly unknown[]): CompiledQuery<Re
 interface MysqlCall {
   sql: string;
   values?: readonly unknown[];
+}
+
+/** 2000-01-01 00:00:00 UTC, as the probe's DATETIME must read */
+const PROBE_MS = Date.UTC(2000, 0, 1);
+const PROBE = `-- leasehold kyselyTx: how the pool reads a DATETIME (mysql2's timezone option)
+  SELECT CAST('2000-01-01 00:00:00' AS DATETIME) AS probe`;
+
+/** A DATETIME the pool read as a Date (at UTC, checked) as the UTC text the MySQL storage reads and writes back. */
+function asUtcText(rows: Record<string, unknown>[]): Record<string, unknown>[] {
+  for (const row of rows) {
+    for (const [k, v] of Object.entries(row)) if (v instanceof Date) row[k] = v.toISOString().slice(0, 23).replace('T', ' ');
+  }
+  return rows;
 }
 
 /** A statement as the PostgreSQL storage sends it: a text, or a config that may name a prepared statement. */
@@ -49,13 +66,21 @@ export function kyselyTx(trx: Transaction<any>): TxHandle {
   }
   const raw = trx.withoutPlugins();
   const run = (sql: string, values: readonly unknown[] | undefined) => raw.executeQuery(rawQuery(sql, values ?? []));
+  let utc: Promise<void> | undefined;
+  const checkUtc = async () => {
+    const probe = (await run(PROBE, [])).rows[0]?.probe;
+    if (probe instanceof Date && probe.getTime() !== PROBE_MS) {
+      throw new ValidationError('INVALID_OPTION', "kyselyTx on MySQL: your pool reads DATETIME in a time zone other than UTC; create it with timezone: 'Z'");
+    }
+  };
   return {
     async query(call: unknown, values?: unknown) {
       if (typeof call === 'object' && call !== null && 'sql' in call) {
         const c = call as MysqlCall;
+        await (utc ??= checkUtc());
         const r = await run(c.sql, c.values);
         // mysql2's answer: rows, or for a write without RETURNING its header
-        const head = r.numAffectedRows === undefined ? r.rows : { affectedRows: Number(r.numAffectedRows), insertId: String(r.insertId ?? 0) };
+        const head = r.numAffectedRows === undefined ? asUtcText(r.rows) : { affectedRows: Number(r.numAffectedRows), insertId: String(r.insertId ?? 0) };
         return [head, undefined];
       }
       const c = call as PgCall;

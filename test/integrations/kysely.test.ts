@@ -8,8 +8,10 @@ import { describe, it } from 'node:test';
 import { CamelCasePlugin, Kysely, MysqlDialect, PostgresDialect } from 'kysely';
 import { createPool } from 'mysql2';
 import pg from 'pg';
+import { ValidationError, createClient } from '../../src/index.js';
 import { kyselyTx } from '../../src/integrations/kysely.js';
 import { type Queryable, exec, run } from '../../src/storage/mysql/db.js';
+import { mysqlStorage } from '../../src/storage/mysql/index.js';
 import { serverFor } from '../support/databases.js';
 import { type Library, ormSuite } from './support.js';
 
@@ -56,6 +58,20 @@ describe('kysely on MySQL: answers as mysql2 does', { skip: mysqlUrl === null ? 
       });
     } finally {
       await db.destroy();
+    }
+  });
+
+  it('refuses a pool that reads DATETIME away from UTC, before the first statement', async () => {
+    const db = new Kysely<Tables>({ dialect: new MysqlDialect({ pool: createPool({ uri: mysqlUrl as string, connectionLimit: 1, timezone: '+05:30' }) }) });
+    // never migrated: the first statement would fail on a missing table, the check comes before it
+    const storage = mysqlStorage({ uri: mysqlUrl as string, poolSize: 1, tablePrefix: 'lh_never_' });
+    try {
+      await db.transaction().execute(async (trx) => {
+        await assert.rejects(createClient({ storage }).enqueue('x', {}, { tx: kyselyTx(trx) }), (e: unknown) => e instanceof ValidationError && /timezone: 'Z'/.test(e.message));
+      });
+    } finally {
+      await db.destroy();
+      await storage.close();
     }
   });
 });

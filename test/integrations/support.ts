@@ -200,6 +200,21 @@ export async function ormSuite(lib: Library): Promise<void> {
         assert.deepEqual(await claim('orm-typed'), []);
       });
 
+      it("complete a job in the transaction (what ctx.succeedInTransaction does): it lands with the commit only", async () => {
+        const { id } = await client().enqueue('orm-typed', { n: 8 });
+        const [job] = await claim('orm-typed');
+        assert.equal(job?.id, id);
+        const finish = (tx: unknown) => world.storage.leases.finish({ items: [{ id, leaseToken: job?.leaseToken as string, status: 'succeeded', attempt: { outcome: 'succeeded' } }], tx });
+        await assert.rejects(orm.transaction(async (tx) => {
+          assert.deepEqual(await finish(tx), [{ id, applied: true }]);
+          throw new Rollback();
+        }), Rollback);
+        assert.equal((await client().getJob(id)).status, 'running');
+        await orm.transaction(async (tx) => void (await finish(tx)));
+        assert.equal((await client().getJob(id)).status, 'succeeded');
+        assert.deepEqual((await world.storage.attempts.list({ jobId: id })).map((a) => a.outcome), ['succeeded']);
+      });
+
       it('refuses what is not an open transaction', async () => {
         assert.throws(() => orm.adaptOutside(), ValidationError);
         if (lib.afterEnd === 'unguarded') return;
