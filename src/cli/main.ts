@@ -7,7 +7,8 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import type { JobStatus } from '../core/status.js';
 import { JOB_STATUSES } from '../core/status.js';
 import type { Storage } from '../core/storage.js';
-import { type Client, createClient } from '../runtime/client.js';
+import { createClient } from '../runtime/client.js';
+import { cancelJob, cliOperator, retryJob } from '../runtime/operator-jobs.js';
 import { VERSION } from '../runtime/version.js';
 import { DEFAULT_DB_URL, openStorage } from '../storage/open.js';
 import { EXIT, describeError, exitCodeOf, usageLine } from './errors.js';
@@ -99,10 +100,10 @@ export function buildProgram(): Command {
       });
     });
 
-  // an operator's action on one job: the client checks it, then says what it did
+  // an operator's action on one job, recorded in its history as this user on this host; then says what it did
   const actions = [
-    { verb: 'retry', description: 'make a failed, dead or cancelled job due now', act: (c: Client, id: string) => c.retryNow(id), done: 'is due now' },
-    { verb: 'cancel', description: 'cancel a waiting or running job (a running handler is signalled)', act: (c: Client, id: string) => c.cancel(id), done: 'cancelled' },
+    { verb: 'retry', description: 'make a failed, dead or cancelled job due now', act: retryJob, done: 'is due now' },
+    { verb: 'cancel', description: 'cancel a waiting or running job (a running handler is signalled)', act: cancelJob, done: 'cancelled' },
   ];
   for (const { verb, description, act, done } of actions) {
     program
@@ -110,7 +111,7 @@ export function buildProgram(): Command {
       .description(description)
       .action(async (id: string, _o, cmd: Command) => {
         await withStorage(cmd, async (storage) => {
-          const job = await act(createClient({ storage }), parseId(id));
+          const job = await act(storage, parseId(id), cliOperator());
           process.stdout.write(`job ${job.id} ${done}\n`);
         });
       });
