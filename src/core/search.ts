@@ -8,6 +8,12 @@
  * (case and trailing spaces count), a prefix is a prefix of exactly those characters; `text` is
  * a substring of the job's last error code, last error or payload JSON text, with ASCII letters
  * A-Z folded to lower case on both sides and every other character compared exactly.
+ *
+ * Bounds: a filter with a part an index answers on every database (an id, an exact idempotency
+ * key, a schedule name, status dead, cancelled or running) reads what that index holds. Any
+ * other filter (queue, type, a key prefix, status queued, failed or succeeded, text alone) reads
+ * only the jobs whose ids lie within `readLimit` of the cursor, and its text test only the first
+ * `scanLimit` jobs matching the rest: a page past either bound says where to go on.
  */
 import { ValidationError } from './errors.js';
 import { validateName } from './job-input.js';
@@ -42,6 +48,8 @@ export interface JobSearch {
   limit: number;
   /** with `text`: the text test sees at most this many jobs matching the other filters, from the cursor on (default SEARCH_SCAN_LIMIT) */
   scanLimit?: number | undefined;
+  /** a filter no index answers reads only the jobs whose ids lie within this many of the cursor (default SEARCH_READ_LIMIT) */
+  readLimit?: number | undefined;
 }
 
 export interface JobSearchPage {
@@ -51,7 +59,7 @@ export interface JobSearchPage {
   older: string | null;
   /** `afterId` of the next newer page; null: no newer job matches (the same rule) */
   newer: string | null;
-  /** the text test stopped at `scanLimit` candidates before filling the page: more may match past `older` (or `newer`) */
+  /** the page stopped at `readLimit` or `scanLimit` before filling up: more may match past `older` (or `newer`) */
   scanCapped: boolean;
 }
 
@@ -62,6 +70,8 @@ export interface MatchCountQuery {
   cap?: number | undefined;
   /** as JobSearch.scanLimit */
   scanLimit?: number | undefined;
+  /** as JobSearch.readLimit */
+  readLimit?: number | undefined;
 }
 
 export interface MatchCount {
@@ -91,6 +101,8 @@ export interface JobSummary {
 export const SEARCH_MAX_LIMIT = 500;
 export const SEARCH_SCAN_LIMIT = 10_000;
 export const SEARCH_MAX_SCAN_LIMIT = 100_000;
+export const SEARCH_READ_LIMIT = 100_000;
+export const SEARCH_MAX_READ_LIMIT = 1_000_000;
 export const COUNT_CAP = 10_000;
 export const MAX_COUNT_CAP = 100_000;
 export const SEARCH_TEXT_MAX = 200;
@@ -122,12 +134,26 @@ export interface CheckedSearch {
   afterId: string | null;
   limit: number;
   scanLimit: number;
+  readLimit: number;
 }
 
 export interface CheckedCount {
   filter: CheckedFilter;
   cap: number;
   scanLimit: number;
+  readLimit: number;
+}
+
+/** Statuses every database keeps an index of its own for (partial, or led by status): rare rows. */
+const INDEXED_STATUSES: readonly JobStatus[] = ['dead', 'cancelled', 'running'];
+
+/**
+ * Whether a filter reads within `readLimit` of its cursor: it tests something no index answers on
+ * every database, and has no part that one does (which then narrows the read by itself).
+ */
+export function readsByRange(f: CheckedFilter): boolean {
+  const narrowed = f.id !== null || (f.idempotencyKey !== null && !f.idempotencyKey.prefix) || f.scheduleName !== null || (f.status !== null && INDEXED_STATUSES.includes(f.status));
+  return !narrowed && (f.queue !== null || f.type !== null || f.idempotencyKey !== null || f.status !== null || f.text !== null);
 }
 
 const FILTER_KEYS = ['status', 'queue', 'queuePrefix', 'type', 'typePrefix', 'id', 'idempotencyKey', 'idempotencyKeyPrefix', 'scheduleName', 'text'];
@@ -221,6 +247,7 @@ export function checkJobSearch(p: JobSearch): CheckedSearch {
     afterId: p.afterId === undefined ? null : checkSearchId('afterId', p.afterId),
     limit: intIn('limit', p.limit, 1, SEARCH_MAX_LIMIT),
     scanLimit: intIn('scanLimit', p.scanLimit, 1, SEARCH_MAX_SCAN_LIMIT, SEARCH_SCAN_LIMIT),
+    readLimit: intIn('readLimit', p.readLimit, 1, SEARCH_MAX_READ_LIMIT, SEARCH_READ_LIMIT),
   };
 }
 
@@ -230,6 +257,7 @@ export function checkMatchCount(p: MatchCountQuery): CheckedCount {
     filter: checkJobFilter(p.filter),
     cap: intIn('cap', p.cap, 1, MAX_COUNT_CAP, COUNT_CAP),
     scanLimit: intIn('scanLimit', p.scanLimit, 1, SEARCH_MAX_SCAN_LIMIT, SEARCH_SCAN_LIMIT),
+    readLimit: intIn('readLimit', p.readLimit, 1, SEARCH_MAX_READ_LIMIT, SEARCH_READ_LIMIT),
   };
 }
 

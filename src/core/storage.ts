@@ -78,11 +78,12 @@
  *   JobFilter's exact parts (status; queue, type, idempotency key, each exact or a prefix of
  *   exactly those characters; id; schedule name) select candidates in id order from the cursor
  *   (jobs.search: newest first toward older, by id descending; afterId: ascending, returned newest
- *   first); `text` is a substring of last_error_code, last_error or the payload's JSON text with
- *   A-Z folded to a-z (every other character exact), tested on the first scanLimit candidates
- *   only. jobs.countMatching is exact up to cap; past it the planner's estimate (PostgreSQL,
- *   MySQL: estimated) or cap; with text, the matches among the candidates (exact only when the
- *   candidates ran out). queues.summary counts each status up to cap (past it, as countMatching)
+ *   first); a filter no index answers (core/search.ts readsByRange) reads only ids within
+ *   readLimit of the cursor; `text` is a substring of last_error_code, last_error or the payload's
+ *   JSON text with A-Z folded to a-z (every other character exact), tested on the first scanLimit
+ *   candidates only; a page cut short by either bound says so (scanCapped) and where to go on.
+ *   jobs.countMatching is exact up to cap; past it the planner's estimate (PostgreSQL, MySQL:
+ *   estimated) or cap; a bounded read counts what it read (exact only when nothing was left). queues.summary counts each status up to cap (past it, as countMatching)
  *   and groups the statuses within their cap by queue and type, with due. attempts.series
  *   (./charts.ts): ended attempts by finished_at in `buckets` buckets of bucketMs aligned to
  *   multiples of bucketMs since the epoch, the last holding now: per outcome, failures

@@ -18,8 +18,9 @@ export interface FoundJobs {
 export async function findJobs(storage: Storage, p: JobSearch & { countCap?: number | undefined }): Promise<FoundJobs> {
   const { countCap, ...search } = p;
   const q = checkJobSearch(search);
-  checkMatchCount({ filter: search.filter, cap: countCap, scanLimit: q.scanLimit });
-  const [page, count] = await Promise.all([storage.jobs.search(search), storage.jobs.countMatching({ filter: search.filter, cap: countCap, scanLimit: q.scanLimit })]);
+  const counting = { filter: search.filter, cap: countCap, scanLimit: q.scanLimit, readLimit: q.readLimit };
+  checkMatchCount(counting);
+  const [page, count] = await Promise.all([storage.jobs.search(search), storage.jobs.countMatching(counting)]);
   return { page, count };
 }
 

@@ -1,12 +1,14 @@
 /**
- * jobs.search and jobs.countMatching, once for every adapter: the pages, cursors and counts are
- * decided here from a few bounded reads each adapter answers in its own SQL (`MatchReader`).
+ * jobs.search, jobs.countMatching and queues.summary, once for every adapter: the pages, cursors
+ * and counts are decided here from a few bounded reads each adapter answers in its own SQL
+ * (`MatchReader`).
  *
  * A scan walks the jobs matching the filter's exact parts in id order from a cursor (newest
- * first toward older jobs, oldest first toward newer ones). With `text`, the text test is
- * applied to the first `scanLimit` of them only: a keystroke never reads more rows than that.
+ * first toward older jobs, oldest first toward newer ones). A filter no index answers reads
+ * only ids within readLimit of the cursor (core/search.ts readsByRange); with `text`, the text
+ * test is applied to the first scanLimit of those only. No keystroke reads more rows than that.
  */
-import { checkJobFilter, checkJobSearch, checkMatchCount, checkSummary, idAbove, idBelow } from '../core/search.js';
+import { checkJobFilter, checkJobSearch, checkMatchCount, checkSummary, idAbove, idBelow, readsByRange } from '../core/search.js';
 import type { CheckedFilter, JobSearch, JobSearchPage, JobSummary, JobSummaryQuery, MatchCount, MatchCountQuery, StatusTotal } from '../core/search.js';
 import { JOB_STATUSES, type JobStatus } from '../core/status.js';
 import type { JobCount, JobRow } from '../core/storage.js';
@@ -37,36 +39,65 @@ export interface MatchReader {
   estimate(f: CheckedFilter): Promise<number | null>;
   /** jobs of these statuses by queue, type and status, with how many are due (queued or failed, run_at <= now) */
   groups(statuses: readonly JobStatus[]): Promise<JobCount[]>;
+  /** the smallest and largest job id; null when there is no job */
+  idRange(): Promise<{ min: bigint; max: bigint } | null>;
 }
 
-/** Whether anything matches beyond the scan's cursor: a match, or (with text) a full window of candidates to look through. */
-async function anyBeyond(r: MatchReader, s: MatchScan): Promise<boolean> {
-  if ((await r.rows({ ...s, limit: 1 })).length > 0) return true;
-  return s.filter.text !== null && (await r.candidates(s)).n >= s.scanLimit;
+/** The smallest and largest job id, as the reader gives them. */
+type IdRange = { min: bigint; max: bigint } | null;
+
+/**
+ * A scan from `cursor` (exclusive; null: from the newest end) one way. A filter that reads by
+ * range reads only ids within readLimit of the cursor: `cut` is where that range stops short of
+ * the table's far end (null: it reaches it), the cursor of the next page that way.
+ */
+function scanFrom(ids: IdRange, q: { filter: CheckedFilter; readLimit: number; scanLimit: number }, newestFirst: boolean, cursor: bigint | null, limit: number): { scan: MatchScan; cut: bigint | null } {
+  const r = BigInt(q.readLimit);
+  let below = newestFirst ? cursor : null;
+  let above = newestFirst ? null : cursor;
+  let cut: bigint | null = null;
+  if (ids !== null && readsByRange(q.filter)) {
+    if (newestFirst) {
+      const far = (cursor ?? ids.max + 1n) - r;
+      if (far > ids.min) [above, cut] = [far - 1n, far];
+    } else {
+      const far = (cursor ?? ids.min - 1n) + r;
+      if (far < ids.max) [below, cut] = [far + 1n, far];
+    }
+  }
+  const str = (v: bigint | null): string | null => (v === null ? null : String(v));
+  return { scan: { filter: q.filter, below: str(below), above: str(above), newestFirst, limit, scanLimit: q.scanLimit }, cut };
+}
+
+/** Whether anything may match beyond a cursor: a match, a full window of text candidates, or ids the range left unread. */
+async function anyBeyond(r: MatchReader, s: { scan: MatchScan; cut: bigint | null }): Promise<boolean> {
+  if ((await r.rows(s.scan)).length > 0 || s.cut !== null) return true;
+  return s.scan.filter.text !== null && (await r.candidates(s.scan)).n >= s.scan.scanLimit;
 }
 
 export async function searchPage(r: MatchReader, p: JobSearch): Promise<JobSearchPage> {
   const q = checkJobSearch(p);
+  const ids = readsByRange(q.filter) ? await r.idRange() : null;
   const newestFirst = q.afterId === null;
-  const scan: MatchScan = { filter: q.filter, below: q.beforeId, above: q.afterId, newestFirst, limit: q.limit + 1, scanLimit: q.scanLimit };
+  const cursor = newestFirst ? q.beforeId : q.afterId;
+  const { scan, cut } = scanFrom(ids, q, newestFirst, cursor === null ? null : BigInt(cursor), q.limit + 1);
   const rows = await r.rows(scan);
   const page = rows.slice(0, q.limit);
   // where the next page the same way starts: after the page when more matched, else after the
-  // candidates when the text test stopped at scanLimit, else nowhere
+  // text test's candidates when it stopped at scanLimit, else where the read range stopped
   let onward: string | null = null;
   let scanCapped = false;
   if (rows.length > q.limit) onward = page[page.length - 1]!.id;
   else if (q.filter.text !== null) {
     const c = await r.candidates(scan);
-    if (c.n >= q.scanLimit && c.last !== null) [onward, scanCapped] = [c.last, true];
+    if (c.n >= q.scanLimit) [onward, scanCapped] = [c.last, true];
   }
+  if (onward === null && cut !== null) [onward, scanCapped] = [String(cut), true];
   // the other way: from the page's first row, or from the cursor itself when the page is empty
-  const cursor = newestFirst ? q.beforeId : q.afterId;
   let back: string | null = null;
   if (cursor !== null) {
     const from = page[0]?.id ?? (newestFirst ? idBelow(cursor) : idAbove(cursor));
-    const probe: MatchScan = { ...scan, below: newestFirst ? null : from, above: newestFirst ? from : null, newestFirst: !newestFirst };
-    if (await anyBeyond(r, probe)) back = from;
+    if (await anyBeyond(r, scanFrom(ids, q, !newestFirst, BigInt(from), 1))) back = from;
   }
   return newestFirst
     ? { jobs: page, older: onward, newer: back, scanCapped }
@@ -75,11 +106,12 @@ export async function searchPage(r: MatchReader, p: JobSearch): Promise<JobSearc
 
 export async function matchCount(r: MatchReader, p: MatchCountQuery): Promise<MatchCount> {
   const q = checkMatchCount(p);
-  const scan: MatchScan = { filter: q.filter, below: null, above: null, newestFirst: true, limit: q.cap + 1, scanLimit: q.scanLimit };
+  const ids = readsByRange(q.filter) ? await r.idRange() : null;
+  const { scan, cut } = scanFrom(ids, q, true, null, q.cap + 1);
   const n = await r.count(scan);
-  if (q.filter.text !== null) {
-    // the text test saw only the newest candidates: beyond them the count is a lower bound
-    const full = n > q.cap || (await r.candidates(scan)).n >= q.scanLimit;
+  if (q.filter.text !== null || cut !== null) {
+    // only some jobs were read: beyond them the count is a lower bound
+    const full = n > q.cap || cut !== null || (q.filter.text !== null && (await r.candidates(scan)).n >= q.scanLimit);
     return { count: Math.min(n, q.cap), exact: !full, estimated: false };
   }
   if (n <= q.cap) return { count: n, exact: true, estimated: false };

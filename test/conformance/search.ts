@@ -158,6 +158,28 @@ export function searchTests(h: ConformanceHarness): void {
       assert.deepEqual(await ids(s, filter, { scanLimit: 100 }), [newest[1], newest[8]]);
     });
 
+    it('a filter no index answers reads only ids within readLimit of the cursor, and says where it stopped', async () => {
+      const s = db.storage;
+      const t = uniq('range');
+      const key = uniq('rk');
+      const a = await insert(s, t, { idempotencyKey: key });
+      for (let i = 0; i < 6; i++) await insert(s, uniq('noise'));
+      const b = await insert(s, t);
+      for (let i = 0; i < 2; i++) await insert(s, uniq('noise'));
+      const top = Number(b.id) + 3;
+      const filter = { type: t };
+      const p1 = await s.jobs.search({ filter, limit: 5, readLimit: 5 });
+      assert.deepEqual([p1.jobs.map((j) => j.id), p1.older, p1.newer, p1.scanCapped], [[b.id], String(top - 5), null, true]);
+      const p2 = await s.jobs.search({ filter, limit: 5, readLimit: 5, beforeId: p1.older! });
+      assert.deepEqual([p2.jobs.map((j) => j.id), p2.older, p2.newer, p2.scanCapped], [[a.id], a.id, a.id, true]);
+      assert.deepEqual(await ids(s, filter), [b.id, a.id], 'the default range reaches both');
+      assert.deepEqual(await s.jobs.countMatching({ filter, readLimit: 5 }), { count: 1, exact: false, estimated: false });
+      assert.deepEqual(await s.jobs.countMatching({ filter }), { count: 2, exact: true, estimated: false });
+      // an indexed part reads its index, whatever the range
+      assert.deepEqual(await ids(s, { type: t, idempotencyKey: key }, { readLimit: 1 }), [a.id]);
+      assert.deepEqual(await ids(s, { type: t, id: a.id }, { readLimit: 1 }), [a.id]);
+    });
+
     it('refuses a bad filter or page with a ValidationError, before any query', async () => {
       const s = db.storage;
       const bad: unknown[] = [
@@ -176,6 +198,7 @@ export function searchTests(h: ConformanceHarness): void {
         { filter: {}, limit: 5, beforeId: '3', afterId: '1' },
         { filter: {}, limit: 5, beforeId: '-1' },
         { filter: { text: 'x' }, limit: 5, scanLimit: 100_001 },
+        { filter: { type: 'x' }, limit: 5, readLimit: 0 },
       ];
       for (const p of bad) await assert.rejects(s.jobs.search(p as JobSearch), ValidationError, JSON.stringify(p));
       await assert.rejects(s.jobs.countMatching({ filter: { id: '1.5' }, cap: 10 }), ValidationError);

@@ -64,6 +64,12 @@ export class MemoryMatchReader implements MatchReader {
     return null;
   }
 
+  async idRange(): Promise<{ min: bigint; max: bigint } | null> {
+    this.db.now();
+    const seqs = [...this.db.jobs.values()].map((j) => j.seq);
+    return seqs.length ? { min: BigInt(Math.min(...seqs)), max: BigInt(Math.max(...seqs)) } : null;
+  }
+
   async groups(statuses: readonly JobStatus[]): Promise<JobCount[]> {
     const nowMs = this.db.now().getTime();
     const out = new Map<string, JobCount>();

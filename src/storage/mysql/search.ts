@@ -108,6 +108,13 @@ export class MysqlMatchReader implements MatchReader {
     return Number(r.rows) * filtered / 100;
   }
 
+  async idRange(): Promise<{ min: bigint; max: bigint } | null> {
+    const sql = `-- leasehold jobIdRange: the smallest and largest job id (the primary key's two ends)
+      SELECT MIN(id) AS lo, MAX(id) AS hi FROM ${this.db.t.jobs}`;
+    const [r] = await this.db.one('jobIdRange', (c) => run(c, sql));
+    return r?.lo == null || r.hi == null ? null : { min: BigInt(String(r.lo)), max: BigInt(String(r.hi)) };
+  }
+
   async groups(statuses: readonly JobStatus[]): Promise<JobCount[]> {
     // one arm per status: a range of the claim index, which leads with status
     const arms = statuses.map(() => `SELECT queue, type, status, COUNT(*) AS n, SUM(status IN ('queued', 'failed') AND run_at <= ${NOW}) AS due

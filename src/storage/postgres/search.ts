@@ -122,6 +122,13 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM ${this.db.q}.jobs ${t.where()}`;
     return typeof plan?.['Plan Rows'] === 'number' ? plan['Plan Rows'] : null;
   }
 
+  async idRange(): Promise<{ min: bigint; max: bigint } | null> {
+    const sql = `-- leasehold jobIdRange: the smallest and largest job id (the primary key's two ends)
+SELECT min(id)::text AS lo, max(id)::text AS hi FROM ${this.db.q}.jobs`;
+    const [r] = await this.db.run('jobIdRange', sql);
+    return r?.lo == null || r.hi == null ? null : { min: BigInt(String(r.lo)), max: BigInt(String(r.hi)) };
+  }
+
   async groups(statuses: readonly JobStatus[]): Promise<JobCount[]> {
     // one arm per status, each over its own partial index where it has one
     const arms = statuses.map((st) => `SELECT queue, type, status, count(*)::int AS count,

@@ -15,15 +15,19 @@ import type { SqliteDb } from './db.js';
 import { toJobRow } from './sql.js';
 import type { SqlJob } from './sql.js';
 
-/** Each status as a constant term; the due statuses repeat the due partial index's own term. */
+/** Each status as a constant term (SQLite uses a partial index only for a query repeating its WHERE term). */
 const STATUS_TERM: Record<JobStatus, string> = {
-  queued: `status IN ('queued','failed') AND status = 'queued'`,
-  failed: `status IN ('queued','failed') AND status = 'failed'`,
+  queued: `status = 'queued'`,
+  failed: `status = 'failed'`,
   running: `status = 'running'`,
   succeeded: `status = 'succeeded'`,
   dead: `status = 'dead'`,
   cancelled: `status = 'cancelled'`,
 };
+
+/** Without id bounds (the summary's counts) a due status is read from the due partial index; within them the primary key's range is shorter. */
+const statusTerm = (st: JobStatus, bounded: boolean): string =>
+  !bounded && (st === 'queued' || st === 'failed') ? `status IN ('queued','failed') AND ${STATUS_TERM[st]}` : STATUS_TERM[st];
 
 const TEXT_TEST = `(instr(lower(payload), @text) > 0 OR instr(lower(last_error), @text) > 0 OR instr(lower(last_error_code), @text) > 0)`;
 
@@ -48,7 +52,7 @@ function params(s: MatchScan): Record<string, unknown> {
 /** The WHERE terms of the filter's exact parts and the scan's cursor. */
 function where(f: CheckedFilter, s: Pick<MatchScan, 'below' | 'above'>): string {
   const terms = [
-    f.status !== null ? STATUS_TERM[f.status] : null,
+    f.status !== null ? statusTerm(f.status, s.below !== null || s.above !== null) : null,
     f.queue ? (f.queue.prefix ? 'queue GLOB @queue' : 'queue = @queue') : null,
     f.type ? (f.type.prefix ? 'type GLOB @type' : 'type = @type') : null,
     f.idempotencyKey ? (f.idempotencyKey.prefix ? 'idempotency_key GLOB @key AND idempotency_key IS NOT NULL' : 'idempotency_key = @key') : null,
@@ -101,11 +105,18 @@ export class SqliteMatchReader implements MatchReader {
     return null;
   }
 
+  async idRange(): Promise<{ min: bigint; max: bigint } | null> {
+    const sql = `-- leasehold jobs.idRange: the smallest and largest job id (two reads of the primary key's ends)
+      SELECT min(id) AS lo, max(id) AS hi FROM {p}jobs`;
+    const r = this.db.read(() => this.db.stmt(sql).get() as { lo: number | null; hi: number | null });
+    return r.lo === null || r.hi === null ? null : { min: BigInt(r.lo), max: BigInt(r.hi) };
+  }
+
   async groups(statuses: readonly JobStatus[]): Promise<JobCount[]> {
     // one arm per status, each over its own index where it has one
     const arms = statuses.map((st) => `SELECT queue, type, status, count(*) AS count,
         sum(CASE WHEN status IN ('queued','failed') AND run_at <= @now THEN 1 ELSE 0 END) AS due
-      FROM {p}jobs WHERE ${STATUS_TERM[st]} GROUP BY queue, type`);
+      FROM {p}jobs WHERE ${statusTerm(st, false)} GROUP BY queue, type`);
     const sql = `-- leasehold queues.summary: jobs of the listed statuses by queue, type and status, with how many are due
       ${arms.join('\n      UNION ALL ')}
       ORDER BY queue, type, status`;
