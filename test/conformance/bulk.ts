@@ -79,6 +79,23 @@ export function bulkTests(h: ConformanceHarness): void {
       for (const id of [ids.running!, ids.succeeded!, other]) assert.deepEqual(await s.jobs.events({ jobId: id }), []);
     });
 
+    it('retry of two dead jobs holding one unique key in one batch: the lower id takes it back, the other comes back without it', async () => {
+      const s = db.storage;
+      const type = uniq('bulk-unique');
+      const key = uniq('k');
+      const ids: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const [r] = await s.jobs.insert({ jobs: [newJob(type, { unique: { key, mode: 'active' } })] });
+        assert.equal(r!.outcome, 'created');
+        const c = await claimOne(s, type);
+        await finish(s, c, { status: 'dead', error: ERR, attempt: { outcome: 'dead', error: ERR } });
+        ids.push(r!.job.id);
+      }
+      assert.deepEqual((await bulkAll(s, 'retry', { type }, 10)).ids, ids);
+      const [a, b] = [await mustGet(s, ids[0]!), await mustGet(s, ids[1]!)];
+      assert.deepEqual([a.status, a.uniqueKey, b.status, b.uniqueKey], ['queued', key, 'queued', undefined]);
+    });
+
     it('the filter: status, queue and type match exactly; nothing outside (afterId, throughId] is taken', async () => {
       const s = db.storage;
       const queue = uniq('q');
