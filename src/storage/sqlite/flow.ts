@@ -12,21 +12,36 @@ import type { SqliteDb } from './db.js';
 /** Jobs of a paused queue are never claimed; a primary-key probe per row read (cheaper than building a NOT IN list per statement). */
 export const NOT_PAUSED = `NOT EXISTS (SELECT 1 FROM {p}queue_states q WHERE q.queue = {p}jobs.queue AND q.paused = 1)`;
 
-/** Only the queue filter in use goes into the SQL: the group's queues, or every queue but @exceptQueues. */
-function candidatesSql(byQueue: boolean): string {
-  return `-- leasehold flow.candidates: due jobs of @types${byQueue ? ' in @queues' : ' outside @exceptQueues'} in unpaused queues in claim order, leaving out @excludeKeys, @excludeTypes, @excludeTypeKeys and @excludeIds, at most @window
+/** Which filters a candidate read carries: only those in use go into the SQL (each variant is a cached statement). */
+interface CandidateShape {
+  /** the group's queues (`in`), every queue but some (`except`), or every queue */
+  queues: 'in' | 'except' | 'all';
+  /** the group has one type (@type) rather than a list (@types) */
+  oneType: boolean;
+  types: boolean;
+  typeKeys: boolean;
+}
+
+const candidateTexts = new Map<string, string>();
+
+function candidatesSql(o: CandidateShape): string {
+  const id = JSON.stringify(o);
+  let text = candidateTexts.get(id);
+  if (text === undefined) {
+    const queues = o.queues === 'in' ? ' in @queues' : o.queues === 'except' ? ' outside @exceptQueues' : '';
+    text = `-- leasehold flow.candidates: due jobs of ${o.oneType ? '@type' : '@types'}${queues} in unpaused queues in claim order, leaving out @excludeKeys${o.types ? ', @excludeTypes' : ''}${o.typeKeys ? ', @excludeTypeKeys' : ''} and @excludeIds, at most @window
     SELECT id, type, queue, concurrency_key AS key FROM {p}jobs
-    WHERE status IN ('queued','failed') AND run_at <= @now AND type IN (SELECT value FROM json_each(@types))
-      AND ${byQueue ? 'queue IN (SELECT value FROM json_each(@queues))' : 'queue NOT IN (SELECT value FROM json_each(@exceptQueues))'}
-      AND ${NOT_PAUSED}
-      AND type NOT IN (SELECT value FROM json_each(@excludeTypes))
-      AND (concurrency_key IS NULL OR (concurrency_key NOT IN (SELECT value FROM json_each(@excludeKeys))
-        AND type || '|' || concurrency_key NOT IN (SELECT value FROM json_each(@excludeTypeKeys))))
+    WHERE status IN ('queued','failed') AND run_at <= @now AND ${o.oneType ? 'type = @type' : 'type IN (SELECT value FROM json_each(@types))'}${
+      o.queues === 'in' ? '\n      AND queue IN (SELECT value FROM json_each(@queues))' : o.queues === 'except' ? '\n      AND queue NOT IN (SELECT value FROM json_each(@exceptQueues))' : ''}
+      AND ${NOT_PAUSED}${o.types ? '\n      AND type NOT IN (SELECT value FROM json_each(@excludeTypes))' : ''}
+      AND (concurrency_key IS NULL OR (concurrency_key NOT IN (SELECT value FROM json_each(@excludeKeys))${
+        o.typeKeys ? " AND type || '|' || concurrency_key NOT IN (SELECT value FROM json_each(@excludeTypeKeys))" : ''}))
       AND id NOT IN (SELECT value FROM json_each(@excludeIds))
     ORDER BY priority, run_at, id LIMIT @window`;
+    candidateTexts.set(id, text);
+  }
+  return text;
 }
-const CANDIDATES_SQL = candidatesSql(false);
-const CANDIDATES_BY_QUEUE_SQL = candidatesSql(true);
 
 const FLOW_SQL = {
   running: `-- leasehold flow.running: running jobs of these types (a JSON array) or in these queues (another) by type, queue and concurrency key
@@ -53,13 +68,16 @@ export function pickLimited(db: SqliteDb, group: FlowGroup, now: number, limit: 
   const scope = runningFilter(group);
   const running = db.stmt(FLOW_SQL.running).all(JSON.stringify(scope.types), JSON.stringify(scope.queues)) as RunningCount[];
   const wide = group.scopes.some((s) => s.flow.rate && !s.flow.rate.perKey) ? readBuckets(db, lockNames(group)) : new Map<string, Bucket>();
-  const byQueue = group.queues !== null;
-  const candidates = db.stmt(byQueue ? CANDIDATES_BY_QUEUE_SQL : CANDIDATES_SQL);
+  const queues = group.queues !== null ? 'in' : group.exceptQueues.length > 0 ? 'except' : 'all';
+  const oneType = group.types.length === 1;
   const read = (q: CandidateQuery): FlowCandidate[] => {
-    const rows = candidates.all({
-      now, types: JSON.stringify(group.types), window: q.window, excludeKeys: JSON.stringify(q.excludeKeys), excludeTypes: JSON.stringify(q.excludeTypes),
-      excludeTypeKeys: JSON.stringify(q.excludeTypeKeys), excludeIds: JSON.stringify(q.excludeIds.map(Number)),
-      ...(byQueue ? { queues: JSON.stringify(group.queues) } : { exceptQueues: JSON.stringify(group.exceptQueues) }),
+    const o: CandidateShape = { queues, oneType, types: q.excludeTypes.length > 0, typeKeys: q.excludeTypeKeys.length > 0 };
+    const rows = db.stmt(candidatesSql(o)).all({
+      now, window: q.window, excludeKeys: JSON.stringify(q.excludeKeys), excludeIds: JSON.stringify(q.excludeIds.map(Number)),
+      ...(oneType ? { type: group.types[0] } : { types: JSON.stringify(group.types) }),
+      ...(queues === 'in' ? { queues: JSON.stringify(group.queues) } : queues === 'except' ? { exceptQueues: JSON.stringify(group.exceptQueues) } : {}),
+      ...(o.types ? { excludeTypes: JSON.stringify(q.excludeTypes) } : {}),
+      ...(o.typeKeys ? { excludeTypeKeys: JSON.stringify(q.excludeTypeKeys) } : {}),
     }) as { id: number; type: string; queue: string; key: string | null }[];
     const buckets = readBuckets(db, keyBucketNames(group.scopes, rows));
     return rows.map((r) => ({ id: String(r.id), type: r.type, queue: r.queue, key: r.key, buckets }));
