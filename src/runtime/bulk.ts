@@ -44,11 +44,11 @@ export interface BulkOptions extends BulkRequest, OperatorRef {
 export interface BulkResult {
   /** recorded in every event of this action */
   bulkId: string;
-  /** dry run: how many jobs match now; else how many were changed (deleted, for 'delete') */
+  /** dry run: how many jobs match now (at most `max`); else how many were changed (deleted, for 'delete') */
   count: number;
   /** the jobs changed, ascending (empty on a dry run) */
   ids: string[];
-  /** false when `max` or the signal stopped it before the newest job it started with */
+  /** false when `max` or the signal stopped it before the newest job it started with (dry run: more than `max` match) */
   done: boolean;
 }
 
@@ -66,18 +66,22 @@ function positive(name: string, v: number | undefined, fallback: number, most: n
   return v;
 }
 
-/** How many jobs the action would change now (the jobs up to the newest, range by range). */
-export async function previewBulk(storage: Storage, req: BulkRequest): Promise<number> {
+/**
+ * How many jobs the action would change now (the jobs up to the newest, range by range),
+ * counted up to `cap` (default: the run's default max): past it `exact` is false.
+ */
+export async function previewBulk(storage: Storage, req: BulkRequest, cap: number = DEFAULT_BULK.max): Promise<{ count: number; exact: boolean }> {
   checkBulkRange({ ...req, afterId: null, throughId: '1' });
+  positive('cap', cap, cap, Number.MAX_SAFE_INTEGER);
   const last = await newestId(storage);
-  if (last === null) return 0;
   let n = 0;
-  for (let after = 0n; after < BigInt(last); after = min(after + BigInt(COUNT_RANGE_IDS), BigInt(last))) {
+  for (let after = 0n; last !== null && after < BigInt(last); after = min(after + BigInt(COUNT_RANGE_IDS), BigInt(last))) {
+    if (n >= cap) return { count: cap, exact: false };
     const through = min(after + BigInt(COUNT_RANGE_IDS), BigInt(last));
     n += await storage.jobs.bulkCount({ ...req, afterId: after === 0n ? null : String(after), throughId: String(through) });
     await turn();
   }
-  return n;
+  return n > cap ? { count: cap, exact: false } : { count: n, exact: true };
 }
 
 /** Run a bulk action to the newest job there was when it started, or until `max` or the signal. */
@@ -88,7 +92,10 @@ export async function runBulk(storage: Storage, o: BulkOptions): Promise<BulkRes
   const bulkId = `bulk-${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
   // every check of a batch before the first, so bad input fails also when there is no job
   checkBulkBatch({ ...o, afterId: null, throughId: '1', limit: batchSize, bulkId });
-  if (o.dryRun) return { bulkId, count: await previewBulk(storage, o), ids: [], done: true };
+  if (o.dryRun) {
+    const preview = await previewBulk(storage, o, max);
+    return { bulkId, count: preview.count, ids: [], done: preview.exact };
+  }
   const last = await newestId(storage);
   const ids: string[] = [];
   let after = 0n;
