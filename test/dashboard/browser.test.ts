@@ -29,6 +29,9 @@ import { launch, openPage, root, skipReason } from './browser-support.js';
 import { TOKEN, XSS } from './support.js';
 
 const skip = skipReason();
+// the callbacks given to page.evaluate run in the page, where these exist (this program has no DOM types)
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+declare const document: any;
 
 describe('dashboard in a browser', { skip: skip ?? false }, () => {
   let dir: string;
