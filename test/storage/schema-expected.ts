@@ -29,6 +29,7 @@ export const EXPECTED_TABLES: Readonly<Record<string, readonly string[]>> = {
   queue_states: ['queue', 'paused', 'paused_at', 'updated_at'],
   flow_buckets: ['name', 'tokens', 'refilled_at'],
   job_events: ['id', 'job_id', 'at', 'kind', 'actor', 'source', 'detail'],
+  attempt_rollups: ['slot_at', 'kind', 'label', 'n'],
   migrations: ['version', 'name', 'applied_at'],
 };
 

@@ -189,6 +189,12 @@ export const MIGRATIONS: readonly Migration[] = [
         kind VARCHAR(16) NOT NULL, actor VARCHAR(255) NOT NULL, source VARCHAR(255) NULL, detail LONGTEXT NOT NULL,
         PRIMARY KEY (id), KEY {p}job_events_job (job_id, id)
       ) ${TABLE_OPTS}`,
+      // attempt_rollups: ended attempts of a closed 15-minute slot counted once (core/chart-rollups.ts) by outcome,
+      // failures by type, run-time and wait bins, and a 'slot' row saying it was counted; read by the charts
+      `CREATE TABLE IF NOT EXISTS {p}attempt_rollups (
+        slot_at DATETIME(6) NOT NULL, kind VARCHAR(16) NOT NULL, label VARCHAR(128) NOT NULL, n BIGINT NOT NULL,
+        PRIMARY KEY (slot_at, kind, label)
+      ) ${TABLE_OPTS}`,
     ],
   },
 ];

@@ -202,6 +202,17 @@ CREATE TABLE ${s}.job_events (
   PRIMARY KEY (job_id, id)
 );
 
+-- attempt_rollups: ended attempts of a closed 15-minute slot counted once (core/chart-rollups.ts)
+-- by outcome, failures by type, run-time and wait bins, and a 'slot' row saying it was counted;
+-- the charts read these instead of every attempt of a week
+CREATE TABLE ${s}.attempt_rollups (
+  slot_at  timestamptz(3) NOT NULL,
+  kind     text        NOT NULL,
+  label    text        NOT NULL,
+  n        bigint      NOT NULL,
+  PRIMARY KEY (slot_at, kind, label)
+);
+
 -- claim_jobs: the claim (leases.ts), planned with index scans only: without planner statistics
 -- (a fresh or bulk-loaded table autovacuum has not analyzed yet) a plain statement sorts every
 -- due row per claim instead of reading jobs_due_idx in order and stopping after lim rows

@@ -224,6 +224,17 @@ CREATE TABLE {p}job_events (
 
 -- a job's events, listed and pruned with it
 CREATE INDEX {p}job_events_job_idx ON {p}job_events (job_id);
+
+-- attempt_rollups: ended attempts of a closed 15-minute slot counted once (core/chart-rollups.ts)
+-- by outcome, failures by type, run-time and wait bins, and a 'slot' row saying it was counted;
+-- the charts read these instead of every attempt of a week
+CREATE TABLE {p}attempt_rollups (
+  slot_at INTEGER NOT NULL,
+  kind    TEXT    NOT NULL,
+  label   TEXT    NOT NULL,
+  n       INTEGER NOT NULL,
+  PRIMARY KEY (slot_at, kind, label)
+) STRICT, WITHOUT ROWID;
 `,
   },
 ];
