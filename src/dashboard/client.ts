@@ -1,11 +1,18 @@
 /**
  * The part of the client the dashboard uses. The first calls are required; each optional one
  * adds its page or button when present (schedules, locks, alerts, queue pause, throughput,
- * schedule actions), so a narrower client still gets a working dashboard.
+ * schedule actions, search, charts, bulk actions, recorded retry/cancel and the job's history),
+ * so a narrower client still gets a working dashboard.
  */
+import type { AttemptChart } from '../core/charts.js';
+import type { JobSearch, JobSummary, JobSummaryQuery } from '../core/search.js';
 import type { ScheduleRow, LockRow } from '../core/schedules.js';
-import type { AlertStateRow, AttemptOutcomeCount, JobRow, QueueHealth, QueueState } from '../core/storage.js';
+import type { AlertStateRow, AttemptOutcomeCount, JobEvent, JobRow, OperatorRef, QueueHealth, QueueState } from '../core/storage.js';
+import type { BulkOptions, BulkRequest, BulkResult } from '../runtime/bulk.js';
+import type { ChartQuery } from '../runtime/charts.js';
 import type { Client } from '../runtime/client.js';
+import type { FoundJobs } from '../runtime/job-search.js';
+import type { BulkPreview } from '../runtime/operator.js';
 
 export type DashboardClient = Pick<Client, 'listJobs' | 'getJob' | 'listAttempts' | 'countJobs' | 'listWorkers' | 'listEffects' | 'unhandledJobs' | 'retryNow' | 'cancel'> & {
   listSchedules?: () => Promise<readonly ScheduleRow[]>;
@@ -25,4 +32,18 @@ export type DashboardClient = Pick<Client, 'listJobs' | 'getJob' | 'listAttempts
   setScheduleEnabled?: (name: string, enabled: boolean) => Promise<ScheduleRow>;
   /** the schedules page's Run now: one job of the schedule, now */
   runScheduleNow?: (name: string) => Promise<JobRow>;
+  /** the jobs page's search (prefixes, key, id, text) with its count; without it the list filters exactly */
+  findJobs?: (params: JobSearch & { countCap?: number | undefined }) => Promise<FoundJobs>;
+  /** the overview's bounded counts; without it countJobs */
+  summarizeJobs?: (params?: JobSummaryQuery) => Promise<JobSummary>;
+  /** the charts page */
+  attemptChart?: (params: ChartQuery) => Promise<AttemptChart>;
+  /** a job's operator events, interleaved with its attempts on its page */
+  jobEvents?: (jobId: string) => Promise<readonly JobEvent[]>;
+  /** Retry / Cancel recorded with who asked and from where; without them retryNow / cancel */
+  retryJob?: (id: string, by: OperatorRef) => Promise<JobRow>;
+  cancelJob?: (id: string, by: OperatorRef) => Promise<JobRow>;
+  /** bulk retry / cancel / delete of the jobs matching a filter: the count first, then the run */
+  previewBulk?: (req: BulkRequest) => Promise<BulkPreview>;
+  runBulk?: (opts: BulkOptions) => Promise<BulkResult>;
 };

@@ -75,7 +75,7 @@ function authKit(d: KitDeps): AuthKit {
 
 export function makeKit(d: KitDeps): Kit {
   const { base, client } = d;
-  const has = { schedules: typeof client.listSchedules === 'function', locks: typeof client.listLocks === 'function' };
+  const has = { schedules: typeof client.listSchedules === 'function', locks: typeof client.listLocks === 'function', charts: typeof client.attemptChart === 'function' };
   const kit: Kit = {
     client,
     base,

@@ -42,6 +42,8 @@ export interface Cell {
   p: Part[];
   c?: string;
   l?: string;
+  /** columns it spans (a history's event row) */
+  s?: number;
 }
 
 export interface Column {
@@ -65,7 +67,7 @@ export interface LiveModel {
 
 export const text = (t: string | number, c?: string, ti?: string): Part => ({ t: String(t), ...(c ? { c } : {}), ...(ti ? { ti } : {}) });
 export const link = (t: string | number, h: string, c?: string): Part => ({ t: String(t), h, ...(c ? { c } : {}) });
-export const cell = (p: Part | Part[], c?: string, l?: string): Cell => ({ p: Array.isArray(p) ? p : [p], ...(c ? { c } : {}), ...(l ? { l } : {}) });
+export const cell = (p: Part | Part[], c?: string, l?: string, s?: number): Cell => ({ p: Array.isArray(p) ? p : [p], ...(c ? { c } : {}), ...(l ? { l } : {}), ...(s ? { s } : {}) });
 export const badge = (status: string): Part => ({ t: status, c: `badge s-${status}` });
 export const button = (f: FormPart): Part => ({ f });
 
@@ -114,7 +116,7 @@ export function slot(name: string, parts: readonly Part[], csrf: string, tag: 's
 
 export function rowsHtml(rows: readonly Cell[][], cols: number, empty: string, csrf: string): Html {
   if (rows.length === 0) return html`<tr class="empty"><td colspan="${cols}" class="muted">${empty}</td></tr>`;
-  return html`${rows.map((r) => html`<tr>${r.map((c) => html`<td${c.c ? html` class="${c.c}"` : ''}${c.l ? html` data-label="${c.l}"` : ''}>${partsHtml(c.p, csrf)}</td>`)}</tr>`)}`;
+  return html`${rows.map((r) => html`<tr>${r.map((c) => html`<td${c.c ? html` class="${c.c}"` : ''}${c.l ? html` data-label="${c.l}"` : ''}${c.s ? html` colspan="${c.s}"` : ''}>${partsHtml(c.p, csrf)}</td>`)}</tr>`)}`;
 }
 
 /**

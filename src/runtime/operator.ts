@@ -1,14 +1,24 @@
 /**
  * An operator's calls that the client does not carry yet: queue health and recent attempt
  * outcomes (reads), and a schedule's enable, disable and run-now (the schedule store's guarded
- * writes, as `leasehold schedules enable|disable|run-now` does them). Each takes a Storage;
+ * writes, as `leasehold schedules enable|disable|run-now` does them); and, from their own files,
+ * search, counts, charts, a job's events, recorded retry/cancel and bulk actions. Each takes a Storage;
  * `operatorApi` bundles them under the names the dashboard's client shape uses, and
  * `withOperatorApi` puts them beside a client's own methods.
  */
 import type { JobRow, ScheduleRow } from '../core/index.js';
 import { LeaseholdError, ValidationError } from '../core/index.js';
-import type { AttemptOutcomeCount, QueueHealth, Storage } from '../core/storage.js';
+import type { AttemptChart } from '../core/charts.js';
+import type { JobSearch, JobSummary, JobSummaryQuery } from '../core/search.js';
+import type { AttemptOutcomeCount, JobEvent, OperatorRef, QueueHealth, Storage } from '../core/storage.js';
+import type { BulkOptions, BulkRequest, BulkResult } from './bulk.js';
+import { previewBulk, runBulk } from './bulk.js';
+import type { ChartQuery } from './charts.js';
+import { attemptChart } from './charts.js';
 import type { Client } from './client.js';
+import type { FoundJobs } from './job-search.js';
+import { findJobs, summarizeJobs } from './job-search.js';
+import { cancelJob, retryJob } from './operator-jobs.js';
 import { nextAfterFor } from './cron.js';
 import { LocalBus } from './env.js';
 import type { JobRegistry } from './job-definition.js';
@@ -52,11 +62,22 @@ export function attemptOutcomes(storage: Storage, sinceMs: number): Promise<Atte
   return storage.attempts.outcomes({ sinceMs });
 }
 
+/** what previewBulk answers: the count, and whether it is exact (false past its cap) */
+export type BulkPreview = Awaited<ReturnType<typeof previewBulk>>;
+
 export interface OperatorApi {
   queueHealth(): Promise<QueueHealth[]>;
   attemptOutcomes(params: { sinceMs: number }): Promise<AttemptOutcomeCount[]>;
   setScheduleEnabled(name: string, enabled: boolean): Promise<ScheduleRow>;
   runScheduleNow(name: string): Promise<JobRow>;
+  findJobs(params: JobSearch & { countCap?: number | undefined }): Promise<FoundJobs>;
+  summarizeJobs(params?: JobSummaryQuery): Promise<JobSummary>;
+  attemptChart(params: ChartQuery): Promise<AttemptChart>;
+  jobEvents(jobId: string): Promise<JobEvent[]>;
+  retryJob(id: string, by: OperatorRef): Promise<JobRow>;
+  cancelJob(id: string, by: OperatorRef): Promise<JobRow>;
+  previewBulk(req: BulkRequest): Promise<BulkPreview>;
+  runBulk(opts: BulkOptions): Promise<BulkResult>;
 }
 
 export function operatorApi(storage: Storage, registry?: JobRegistry | null): OperatorApi {
@@ -65,6 +86,14 @@ export function operatorApi(storage: Storage, registry?: JobRegistry | null): Op
     attemptOutcomes: (p) => attemptOutcomes(storage, p.sinceMs),
     setScheduleEnabled: (name, enabled) => setScheduleEnabled(storage, name, enabled),
     runScheduleNow: (name) => runScheduleNow(storage, name, registry),
+    findJobs: (p) => findJobs(storage, p),
+    summarizeJobs: (p) => summarizeJobs(storage, p),
+    attemptChart: (p) => attemptChart(storage, p),
+    jobEvents: (jobId) => storage.jobs.events({ jobId }),
+    retryJob: (id, by) => retryJob(storage, id, by),
+    cancelJob: (id, by) => cancelJob(storage, id, by),
+    previewBulk: (req) => previewBulk(storage, req),
+    runBulk: (o) => runBulk(storage, o),
   };
 }
 

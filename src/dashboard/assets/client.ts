@@ -163,7 +163,7 @@ function drawTable(name, rows) {
     if (!tb) continue;
     const trs = rows.map((r) => {
       const tr = el('tr');
-      for (const c of r) { const td = el('td', undefined, c.c); if (c.l) td.setAttribute('data-label', c.l); td.append(...c.p.map(part)); tr.appendChild(td); }
+      for (const c of r) { const td = el('td', undefined, c.c); if (c.l) td.setAttribute('data-label', c.l); if (c.s) td.colSpan = c.s; td.append(...c.p.map(part)); tr.appendChild(td); }
       return tr;
     });
     if (trs.length === 0) {

@@ -81,6 +81,19 @@ dialog{background:var(--card);color:var(--ink);border:1px solid var(--line);bord
 dialog::backdrop{background:rgba(0,0,0,.45)}
 dialog dl{display:grid;grid-template-columns:max-content 1fr;gap:.3rem 1rem}
 kbd{font-family:ui-monospace,Menlo,Consolas,monospace;border:1px solid var(--line);border-radius:4px;padding:0 .35rem;background:var(--pre)}
+td.event{background:var(--note)}td.num.event{color:var(--accent);font-weight:600}
+form.filters label.wide input{width:16rem}
+.check{flex-direction:row;align-items:center;color:var(--ink);margin:.4rem 0}
+.ranges{display:flex;gap:1rem;margin-bottom:.6rem}.ranges a.on{font-weight:650;text-decoration:none;color:var(--ink)}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,30rem),1fr));gap:1rem}
+.chart-card h2{margin-top:0}
+svg.chart{display:block;max-width:100%;height:auto;overflow:visible}
+svg.chart .ax{fill:var(--muted);font-size:9px}svg.chart .grid{stroke:var(--line);stroke-width:.6}
+.k0{--c:#3d7cc0}.k1{--c:#c07326}.k2{--c:#8a61c4}.k3{--c:#2e9e9a}.k4{--c:#c7392c}.k5{--c:#76808d}.k6{--c:#b59a1a}.k7{--c:#d05ca0}
+.o-succeeded{--c:var(--succeeded)}.o-failed{--c:var(--failed)}.o-dead{--c:var(--dead)}.o-cancelled{--c:var(--cancelled)}
+svg.chart rect{fill:var(--c)}svg.chart .ln{fill:none;stroke:var(--c);stroke-width:1.6}svg.chart .pt{fill:var(--c)}svg.chart .d1{stroke-dasharray:4 2}svg.chart .d2{stroke-dasharray:1.5 2}
+ul.legend{list-style:none;display:flex;flex-wrap:wrap;gap:.2rem 1rem;padding:0;margin:.4rem 0;font-size:.82rem}
+.sw{display:inline-block;width:.7rem;height:.7rem;border-radius:2px;margin-right:.3rem;background:var(--c);vertical-align:middle}
 @media (max-width:640px){
 header{padding:.5rem .8rem}
 main{padding:1rem .8rem 2.5rem}

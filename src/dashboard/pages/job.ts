@@ -1,13 +1,16 @@
 /**
- * One job: every field, its payload, every attempt and its effects, with Retry / Run now and
- * Cancel (Cancel asks first). Status, attempts, times, lease, last error, the buttons and both
- * tables are live, so a job running elsewhere is seen finishing without a reload.
+ * One job: every field, its payload, its history (every attempt, and each operator's retry or
+ * cancel as a marker row between them: who, from where, when, after how many attempts, so
+ * attempt numbers starting again after a retry are marked) and its effects, with Retry / Run now
+ * and Cancel (Cancel asks first). Status, attempts, times, lease, last error, the buttons and
+ * both tables are live, so a job running elsewhere is seen finishing without a reload.
  */
 import { html } from 'hono/html';
-import type { AttemptRow, EffectRow, JobRow } from '../../core/storage.js';
+import { jobHistory } from '../../core/job-history.js';
+import type { AttemptRow, EffectRow, JobEvent, JobRow } from '../../core/storage.js';
 import type { PageContext, PageSpec } from '../layout.js';
 import { duration, json, truncate } from '../layout.js';
-import type { Column, LiveModel, Part } from '../view.js';
+import type { Cell, Column, LiveModel, Part } from '../view.js';
 import { badge, button, cell, iso, slot, tableHtml, text, when } from '../view.js';
 
 const RETRYABLE = new Set(['queued', 'failed', 'dead', 'cancelled']);
@@ -18,6 +21,8 @@ export interface JobData {
   job: JobRow;
   attempts: readonly AttemptRow[];
   effects: readonly EffectRow[];
+  /** operator events, oldest first (empty when the client cannot read them) */
+  events: readonly JobEvent[];
   nowMs: number;
 }
 
@@ -34,6 +39,33 @@ function actions(ctx: PageContext, job: JobRow): Part[] {
 const ATTEMPT_COLS: Column[] = [{ l: '#', c: 'num' }, { l: 'Worker' }, { l: 'Started' }, { l: 'Duration', c: 'num' }, { l: 'Outcome' }, { l: 'Error' }, { l: 'Retry in', c: 'num' }];
 const EFFECT_COLS: Column[] = [{ l: 'Key' }, { l: 'State' }, { l: 'Result' }, { l: 'Recorded' }, { l: 'Done' }];
 
+const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+
+/** "retried by dashboard:session-1a2b3c4d from 127.0.0.1 at <time>, after 3 attempts (was dead)" */
+function eventParts(e: JobEvent): Part[] {
+  return [
+    text(`${e.kind} by `, 'strong'), text(e.actor, 'mono'), ...(e.source ? [text(' from '), text(e.source, 'mono')] : []), text(' at '), when(e.at),
+    text(`, after ${plural(e.detail.attempts, 'attempt')} (was ${e.detail.status})`), ...(e.detail.bulkId ? [text(' · bulk '), text(e.detail.bulkId, 'mono muted')] : []),
+    ...(e.kind === 'retried' ? [text('; attempt numbers start again at 1 below', 'muted')] : []),
+  ];
+}
+
+/** Attempts and events in the order they happened (core/job-history.ts); an event is one row across the columns. */
+export function historyRows(d: Pick<JobData, 'attempts' | 'events'>): Cell[][] {
+  const entries = jobHistory(d.attempts, d.events);
+  const runs = entries.some((e) => e.run > 1);
+  return entries.map((h) => {
+    if (h.kind === 'event') return [cell(text(h.event.kind === 'retried' ? '↻' : '✕', undefined, h.event.kind), 'num event', '#'), cell(eventParts(h.event), 'event', 'Event', ATTEMPT_COLS.length - 1)];
+    const a = h.attempt;
+    return [
+      cell(text(runs ? `${a.attempt} · run ${h.run}` : a.attempt), 'num', '#'), cell(text(a.workerId, 'mono'), undefined, 'Worker'), cell(when(a.startedAt), undefined, 'Started'),
+      cell(text(duration(a.durationMs)), 'num', 'Duration'), cell(text(a.outcome), undefined, 'Outcome'),
+      cell([...(a.errorCode ? [text(a.errorCode, 'mono'), text(' ')] : []), ...(a.errorMessage ? [text(a.errorMessage, 'err')] : [])], undefined, 'Error'),
+      cell(text(a.retryDelayMs === null ? '' : duration(a.retryDelayMs)), 'num', 'Retry in'),
+    ];
+  });
+}
+
 export function jobLive(ctx: PageContext, d: JobData): Required<Pick<LiveModel, 'tables' | 'slots'>> {
   const { job } = d;
   return {
@@ -48,12 +80,7 @@ export function jobLive(ctx: PageContext, d: JobData): Required<Pick<LiveModel, 
       actions: actions(ctx, job),
     },
     tables: {
-      attempts: d.attempts.map((a) => [
-        cell(text(a.attempt), 'num', '#'), cell(text(a.workerId, 'mono'), undefined, 'Worker'), cell(when(a.startedAt), undefined, 'Started'),
-        cell(text(duration(a.durationMs)), 'num', 'Duration'), cell(text(a.outcome), undefined, 'Outcome'),
-        cell([...(a.errorCode ? [text(a.errorCode, 'mono'), text(' ')] : []), ...(a.errorMessage ? [text(a.errorMessage, 'err')] : [])], undefined, 'Error'),
-        cell(text(a.retryDelayMs === null ? '' : duration(a.retryDelayMs)), 'num', 'Retry in'),
-      ]),
+      attempts: historyRows(d),
       effects: d.effects.map((e) => [
         cell(text(e.key, 'mono'), undefined, 'Key'), cell(text(e.state), undefined, 'State'), cell(text(truncate(json(e.result), 300), 'mono'), undefined, 'Result'),
         cell(when(e.createdAt), undefined, 'Recorded'), cell(when(e.doneAt), undefined, 'Done'),
@@ -93,7 +120,7 @@ ${job.scheduleName ? html`<dt>Schedule</dt><dd>${job.scheduleName} (slot ${iso(j
 <dt>Last error</dt><dd>${s('lastError')}</dd>
 </dl></div>
 <h2>Payload</h2><pre>${json(job.payload)}</pre>
-<h2>Attempts</h2>${tableHtml('attempts', { cols: ATTEMPT_COLS, rows: m.tables.attempts ?? [], empty: 'Not attempted yet.' }, ctx.csrf, true)}${stacks(d.attempts)}
+<h2>History</h2>${tableHtml('attempts', { cols: ATTEMPT_COLS, rows: m.tables.attempts ?? [], empty: 'Not attempted yet.' }, ctx.csrf, true)}${stacks(d.attempts)}
 <h2>Effects</h2>${tableHtml('effects', { cols: EFFECT_COLS, rows: m.tables.effects ?? [], empty: 'No effects recorded with ctx.once.' }, ctx.csrf, true)}`;
   return { title: `Job ${job.id}`, active: 'jobs', live: `/api/jobs/${job.id}`, body };
 }

@@ -4,12 +4,13 @@
  * paused state) and by type; the workers. Every number is a slot or table the script redraws.
  */
 import { html } from 'hono/html';
+import type { StatusTotal } from '../../core/search.js';
 import type { AlertStateRow, JobCount, QueueState, WorkerRow } from '../../core/storage.js';
 import { JOB_STATUSES } from '../../core/status.js';
 import type { PageContext, PageSpec } from '../layout.js';
 import type { Cell, Column, LiveModel } from '../view.js';
 import { badge, cell, link, slot, tableHtml, text, when } from '../view.js';
-import { q } from './jobs.js';
+import { countText, q } from './jobs.js';
 import { isLive, workerRows, workersTable } from './workers.js';
 
 export interface Unhandled {
@@ -19,7 +20,10 @@ export interface Unhandled {
 }
 
 export interface OverviewData {
+  /** by queue, type and status (with the summary: the statuses it counted exactly) */
   counts: readonly JobCount[];
+  /** each status's total from the bounded summary (exact, "about N" or "N+"); absent: summed from counts */
+  totals?: readonly StatusTotal[] | undefined;
   workers: readonly WorkerRow[];
   unhandled: readonly Unhandled[];
   alerts: readonly AlertStateRow[];
@@ -62,7 +66,10 @@ export function overviewLive(ctx: PageContext, d: OverviewData): Live {
   }
   const live = d.workers.filter((w) => isLive(w, d.nowMs));
   const slots: Live['slots'] = { 'n.due': [text(due)], 'n.workers': [text(live.length)] };
-  for (const s of JOB_STATUSES) slots[`n.${s}`] = [text(totals.get(s) ?? 0)];
+  for (const s of JOB_STATUSES) {
+    const t = d.totals?.find((x) => x.status === s);
+    slots[`n.${s}`] = [t && !t.exact ? text(countText(t).replace(/ jobs?$/, ''), undefined, 'counted up to a bound, or estimated') : text(t ? t.count : (totals.get(s) ?? 0))];
+  }
   const firing = d.alerts.filter((a) => a.state === 'firing');
   slots.firing = [text(`${firing.length} alert(s) firing.`)];
   slots['unhandled.total'] = [text(`${d.unhandled.reduce((a, u) => a + u.due, 0)} due job(s) wait for a worker that handles their type.`)];

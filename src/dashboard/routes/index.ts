@@ -4,6 +4,8 @@
  */
 import type { Area } from '../context.js';
 import { auth } from './auth.js';
+import { bulk } from './bulk.js';
+import { charts } from './charts.js';
 import { job } from './job.js';
 import { jobs } from './jobs.js';
 import { locks } from './locks.js';
@@ -14,8 +16,10 @@ import { workers } from './workers.js';
 
 export const AREAS: readonly Area[] = [
   overview,
+  bulk,
   jobs,
   job,
+  charts,
   queues,
   schedules,
   locks,

@@ -1,13 +1,17 @@
-/** One job: its page, its live parts (GET /api/jobs/:id), Retry and Cancel (Cancel asks first). */
+/**
+ * One job: its page, its live parts (GET /api/jobs/:id), Retry and Cancel (Cancel asks first),
+ * recorded in its history as this session from this address when the client can record them.
+ */
 import type { Area, Ctx, Kit } from '../context.js';
 import { parseJobId } from '../input.js';
+import { operatorOf } from '../operator-ref.js';
 import type { JobData } from '../pages/job.js';
 import { CANCELLABLE, cancelQuestion, jobDetailPage, jobLive } from '../pages/job.js';
 
 async function load({ client }: Kit, id: string): Promise<JobData> {
   const job = await client.getJob(id);
-  const [attempts, effects] = await Promise.all([client.listAttempts(id), client.listEffects({ jobId: id, limit: 100 })]);
-  return { job, attempts, effects, nowMs: Date.now() };
+  const [attempts, effects, events] = await Promise.all([client.listAttempts(id), client.listEffects({ jobId: id, limit: 100 }), client.jobEvents?.(id) ?? []]);
+  return { job, attempts, effects, events, nowMs: Date.now() };
 }
 
 export const job: Area = (app, kit) => {
@@ -17,7 +21,8 @@ export const job: Area = (app, kit) => {
 
   app.post(kit.path('/jobs/:id/retry'), async (c) => {
     const jobId = id(c);
-    await kit.client.retryNow(jobId);
+    const { retryJob } = kit.client;
+    await (retryJob ? retryJob.call(kit.client, jobId, operatorOf(kit, c)) : kit.client.retryNow(jobId));
     return kit.back(c, kit.path(`/jobs/${jobId}?done=retried`));
   });
 
@@ -27,7 +32,8 @@ export const job: Area = (app, kit) => {
     // a job that cannot be cancelled gets its 409 at once, not a question first
     const ask = CANCELLABLE.has(job.status) && await kit.confirm(c, { title: `Cancel job ${job.id}?`, question: cancelQuestion(job), label: 'Cancel the job', back: kit.path(`/jobs/${job.id}`) });
     if (ask) return ask;
-    await kit.client.cancel(jobId);
+    const { cancelJob } = kit.client;
+    await (cancelJob ? cancelJob.call(kit.client, jobId, operatorOf(kit, c)) : kit.client.cancel(jobId));
     return kit.back(c, kit.path(`/jobs/${jobId}?done=cancelled`));
   });
 };
