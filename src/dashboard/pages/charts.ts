@@ -54,8 +54,8 @@ export function chartsPage(ctx: PageContext, range: ChartRange, c: AttemptChart)
 <nav class="ranges" aria-label="window">${RANGES.map((r) => html`<a href="${ctx.base}/charts?range=${r}"${r === range ? html` class="on" aria-current="page"` : ''}>${RANGE_TEXT[r]}</a>`)}</nav>
 <p class="muted">Attempts that ended since ${iso(c.from)}, in buckets of ${minutes < 60 ? `${minutes} min` : `${minutes / 60} h`}.</p>
 <div class="charts">
-<section class="card chart-card"><h2>Throughput by outcome</h2><p class="muted">${plural(attempts, 'attempt')} ended</p>${stackedBars('thr', `Throughput by outcome, ${RANGE_TEXT[range]}: ${attempts} attempts`, outcomes, thr)}${legend(outcomes)}${numbers('Throughput', outcomes, thr, n)}</section>
-<section class="card chart-card"><h2>Failures by type</h2><p class="muted">${plural(failures, 'failed attempt')}${c.failureTypes.length ? html`, most: ${c.failureTypes[0]}` : ''}</p>${stackedBars('fail', `Failures by type, ${RANGE_TEXT[range]}: ${failures} failed attempts`, types, fails)}${legend(types)}${numbers('Failures', types, fails, n)}</section>
+<section class="card chart-card"><h2>Throughput by outcome</h2><p class="muted">${plural(attempts, 'attempt')} ended</p>${stackedBars('thr', `Throughput by outcome, ${RANGE_TEXT[range]}: ${plural(attempts, 'attempt')}`, outcomes, thr)}${legend(outcomes)}${numbers('Throughput', outcomes, thr, n)}</section>
+<section class="card chart-card"><h2>Failures by type</h2><p class="muted">${plural(failures, 'failed attempt')}${c.failureTypes.length ? html`, most: ${c.failureTypes[0]}` : ''}</p>${stackedBars('fail', `Failures by type, ${RANGE_TEXT[range]}: ${plural(failures, 'failed attempt')}`, types, fails)}${legend(types)}${numbers('Failures', types, fails, n)}</section>
 ${percentileChart('run', 'Run time', range, c, (b) => b.runTime, c.runTime)}
 ${percentileChart('wait', 'Wait before start', range, c, (b) => b.wait, c.wait)}
 </div>`;
