@@ -5,6 +5,7 @@
  */
 import { CommanderError, InvalidArgumentError } from 'commander';
 import { isLeaseholdError, ValidationError } from '../core/index.js';
+import { terminalSafe } from './format.js';
 
 export const EXIT = {
   ok: 0,
@@ -33,7 +34,8 @@ export function exitCodeOf(e: unknown): number {
 
 /** One error line, newline included. */
 export function errorLine(message: string, code: string): string {
-  const oneLine = message.replace(/\s*\n\s*/g, ' ').trim();
+  // a message may quote stored text (a job's type or error): no control characters reach the terminal
+  const oneLine = terminalSafe(message.replace(/\s*\n\s*/g, ' ').trim());
   return `leasehold: ${oneLine} [${code}]\n`;
 }
 

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { errorLine } from '../../src/cli/errors.js';
 import { terminalSafe } from '../../src/cli/format.js';
 import { cli, tempDb, withDb } from './support.js';
 
@@ -34,6 +35,13 @@ describe('the CLI prints stored text made safe for the terminal', () => {
       assert.match(r.stdout, /x\\u001b\]0;owned\\u0007\\u001b\[2J\\u009b31m\\u007f\\u202eevil\\u000dz/);
     });
   }
+
+  test('an error quoting the input prints it escaped on stderr', async () => {
+    const r = await run('schedules', 'run-now', `${EVIL}-missing`);
+    assert.notEqual(r.code, 0);
+    for (const c of RAW) assert.ok(!r.stderr.includes(c), `no raw ${JSON.stringify(c)} in stderr`);
+    assert.equal(errorLine(`no schedule ${EVIL}`, 'X'), `leasehold: no schedule ${terminalSafe(EVIL)} [X]\n`);
+  });
 
   test('terminalSafe: what it escapes and what it keeps', () => {
     assert.equal(terminalSafe('a\tb'), 'a\tb');
