@@ -107,6 +107,9 @@ describe('dashboard: bulk actions', () => {
     assert.match(ask.text, /<h1>Retry 1 job\?<\/h1>/);
     assert.match(ask.text, /<dd data-bulk-filter>status dead<\/dd><dt>Jobs it changes now<\/dt><dd data-bulk-count>1<\/dd>/);
     assert.equal(await statusOf(s.deadId), 'dead', 'nothing changes before the confirmation');
+    const none = await post(app, '/jobs/bulk', { csrf, action: 'retry', status: 'dead', queue: 'elsewhere' }, jar);
+    assert.match(none.text, /<h1>Retry 0 jobs\?<\/h1>/);
+    assert.match(none.text, /No job matches now/);
     const done = await post(app, '/jobs/bulk', { csrf, action: 'retry', status: 'dead', confirmed: '1' }, jar, {}, '127.0.0.1');
     assert.equal(done.res.status, 303);
     assert.equal(done.res.headers.get('location'), '/jobs?status=dead&done=retry%3A1');
