@@ -67,6 +67,8 @@ export interface CheckedRange {
   /** '0' when the range starts at the first job */
   afterId: string;
   throughId: string;
+  /** only these jobs, ascending and distinct; null: every job of the range */
+  ids: readonly string[] | null;
 }
 
 /** A bulk batch, checked. */
@@ -79,6 +81,9 @@ export interface CheckedBatch extends CheckedRange {
 export function checkBulkRange(r: BulkRange): CheckedRange {
   if (!BULK_ACTIONS.includes(r.action)) throw new ValidationError('INVALID_OPTION', `action must be one of ${BULK_ACTIONS.join(', ')}; got ${JSON.stringify(r.action)}`);
   const f = r.filter ?? {};
+  // a filter part a batch does not read would be ignored, widening the action: refused instead
+  const unread = Object.entries(f).filter(([k, v]) => v !== undefined && !['status', 'queue', 'type'].includes(k)).map(([k]) => k);
+  if (unread.length > 0) throw new ValidationError('INVALID_OPTION', `a bulk batch filters on status, queue and type only (not ${unread.join(', ')}): pass the jobs jobs.search finds as ids`);
   if (f.status !== undefined && !(JOB_STATUSES as readonly string[]).includes(f.status)) {
     throw new ValidationError('INVALID_OPTION', `filter.status must be one of ${JOB_STATUSES.join(', ')}; got ${JSON.stringify(f.status)}`);
   }
@@ -86,9 +91,14 @@ export function checkBulkRange(r: BulkRange): CheckedRange {
   const type = f.type === undefined ? null : validateName('filter.type', f.type);
   const afterId = r.afterId === null ? '0' : checkJobId('afterId', r.afterId);
   const throughId = checkJobId('throughId', r.throughId);
+  let ids: string[] | null = null;
+  if (r.ids !== undefined) {
+    if (!Array.isArray(r.ids) || r.ids.length > BULK_MAX_LIMIT) throw new ValidationError('INVALID_OPTION', `ids must be an array of at most ${BULK_MAX_LIMIT} job ids`);
+    ids = [...new Set(r.ids.map((id) => checkJobId('ids[]', id)))].sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0));
+  }
   const all = ACTION_STATUSES[r.action];
   const statuses = f.status === undefined ? all : all.filter((s) => s === f.status);
-  return { action: r.action, statuses, queue, type, afterId, throughId };
+  return { action: r.action, statuses, queue, type, afterId, throughId, ids };
 }
 
 export function checkBulkBatch(b: BulkBatch): CheckedBatch {
@@ -104,9 +114,9 @@ export function checkBulkBatch(b: BulkBatch): CheckedBatch {
   return { ...range, limit: b.limit, operator, bulkId: b.bulkId };
 }
 
-/** Whether the range can hold no job at all (no status to take, or afterId not below throughId). */
+/** Whether the range can hold no job at all (no status to take, no id given, or afterId not below throughId). */
 export function rangeIsEmpty(b: CheckedRange): boolean {
-  return b.statuses.length === 0 || BigInt(b.afterId) >= BigInt(b.throughId);
+  return b.statuses.length === 0 || b.ids?.length === 0 || BigInt(b.afterId) >= BigInt(b.throughId);
 }
 
 /** Where the next batch starts: after the last job taken when the batch was full, else past the range. */

@@ -4,6 +4,7 @@
  * Types only; the semantics are in the header of ./storage.ts, which re-exports everything here,
  * and the checks every adapter runs first are in ./operator.ts.
  */
+import type { JobFilter } from './search.js';
 import type { JobStatus } from './status.js';
 
 /** What an operator's change records about a job: it was retried or cancelled. */
@@ -53,21 +54,19 @@ export interface JobEvent {
 
 export type BulkAction = 'retry' | 'cancel' | 'delete';
 
-/** Which jobs a bulk action is for: every field given must match exactly. */
-export interface JobFilter {
-  status?: JobStatus | undefined;
-  queue?: string | undefined;
-  type?: string | undefined;
-}
+/** The parts of a search's filter a bulk batch reads itself (exact status, queue and type); the rest is found by jobs.search and given as `ids`. */
+export type BulkFilter = Pick<JobFilter, 'status' | 'queue' | 'type'>;
 
 /** The jobs of one batch: ids in (afterId, throughId], matching the filter and a status the action may leave. */
 export interface BulkRange {
   action: BulkAction;
-  filter: JobFilter;
+  filter: BulkFilter;
   /** ids above this one; null: from the first */
   afterId: string | null;
   /** ids up to and including this one */
   throughId: string;
+  /** only these jobs (at most BULK_MAX_LIMIT ids), e.g. a page of jobs.search */
+  ids?: readonly string[] | undefined;
 }
 
 /** One batch of a bulk action (jobs.bulk). */

@@ -52,8 +52,9 @@
  *   detail: the status and attempts before, the job's last attempt row id after the change's own
  *   writes, bulkId) in the same transaction as the change, only when it applied. jobs.events
  *   lists a job's events oldest first (id order), at most `limit` (default EVENTS_LIMIT).
- *   jobs.bulk is one transaction over the jobs with id in (afterId, throughId] matching the
- *   filter and in a status the action may leave (core/operator.ts ACTION_STATUSES), lowest ids
+ *   jobs.bulk is one transaction over the jobs with id in (afterId, throughId] (and in `ids`, when
+ *   given) matching the filter (exact status, queue and type; any other part is refused, never
+ *   ignored) and in a status the action may leave (core/operator.ts ACTION_STATUSES), lowest ids
  *   first, at most `limit`: each is changed exactly as jobs.retry / jobs.cancel would with the
  *   actor (its event carries bulkId), or deleted with its attempts and events ('delete': never a
  *   running job, never the effect ledger); status is read under the write's lock, so a job a

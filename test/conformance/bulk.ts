@@ -112,6 +112,18 @@ export function bulkTests(h: ConformanceHarness): void {
       assert.deepEqual(await take({ status: 'succeeded' }, null, ids[5]!), { ids: [], next: ids[5]! }, 'a status the action does not take');
     });
 
+    it('ids: only those jobs of the range, and only from a status the action takes', async () => {
+      const s = db.storage;
+      const queue = uniq('q');
+      const [a, b, c, d] = [await jobAt(s, 'dead', queue), await jobAt(s, 'succeeded', queue), await jobAt(s, 'dead', queue), await jobAt(s, 'dead', queue)];
+      const take = (ids: string[], status?: 'dead' | 'failed') =>
+        s.jobs.bulk({ action: 'retry', filter: status ? { status } : {}, afterId: null, throughId: d, ids, limit: 10, bulkId: uniq('b'), ...BY });
+      assert.deepEqual((await take([d, b, a], 'failed')).ids, [], 'the filter\'s status still holds');
+      assert.deepEqual((await take([d, b, a])).ids, [a, d], 'ascending; a succeeded job is not retried; c is not named');
+      assert.equal((await mustGet(s, c)).status, 'dead');
+      assert.deepEqual(await s.jobs.bulkCount({ action: 'retry', filter: {}, afterId: null, throughId: d, ids: [c, b] }), 1);
+    });
+
     it('cancel: queued, failed and running jobs; a running attempt closes as cancelled and its event names it', async () => {
       const s = db.storage;
       const queue = uniq('q');
@@ -174,7 +186,8 @@ export function bulkTests(h: ConformanceHarness): void {
       const bad: Partial<Record<keyof BulkBatch, unknown>>[] = [
         { action: 'purge' }, { limit: 0 }, { limit: 1001 }, { limit: 1.5 }, { afterId: 'x' }, { afterId: '-1' }, { throughId: '' },
         { throughId: '99999999999999999999' }, { actor: '' }, { actor: undefined }, { source: 'a\u0007' }, { bulkId: 'has space' },
-        { filter: { status: 'nope' } }, { filter: { queue: '' } }, { filter: { type: 'a b' } },
+        { filter: { status: 'nope' } }, { filter: { queue: '' } }, { filter: { type: 'a b' } }, { filter: { typePrefix: 'x' } },
+        { ids: ['0'] }, { ids: 'x' }, { ids: Array.from({ length: 1001 }, (_, i) => String(i + 1)) },
       ];
       for (const b of bad) {
         const p = { ...ok, ...b } as BulkBatch;

@@ -39,7 +39,7 @@ await describeEachHarness('runtime bulk actions', (h) => {
     const listen = (e: Event) => heard.push((e as CustomEvent<string>).detail);
     bus.addEventListener('cancelled', listen);
     const progress: number[] = [];
-    const r = await runBulk(s, { action: 'cancel', filter: { type }, ...BY, batchSize: 4, rangeIds: 7, onProgress: (p) => progress.push(p.changed) }).finally(() => bus.removeEventListener('cancelled', listen));
+    const r = await runBulk(s, { action: 'cancel', filter: { type }, ...BY, batchSize: 4, rangeIds: 7, onProgress: (p) => void progress.push(p.changed) }).finally(() => bus.removeEventListener('cancelled', listen));
     assert.deepEqual([r.count, r.done], [23, true]);
     assert.deepEqual(r.ids, ids);
     assert.deepEqual(heard, ids, 'this process hears of every cancelled job');
@@ -67,6 +67,22 @@ await describeEachHarness('runtime bulk actions', (h) => {
     const rest = await runBulk(s, { action: 'delete', filter: { type }, ...BY });
     assert.ok(late !== undefined);
     assert.deepEqual(rest.ids, [...ids.slice(7), late], 'the late job was there when this run started');
+  });
+
+  it('a filter the batches do not read (a type prefix, text) goes through jobs.search, page by page; the preview counts it per status', async () => {
+    const s = h().storage;
+    const prefix = uniq('pre');
+    const ids = [...(await insert(s, `${prefix}.a`, 4)), ...(await insert(s, `${prefix}.b`, 3))];
+    await insert(s, `x${prefix}`, 2);
+    await s.jobs.cancel({ id: ids[1]! });
+    assert.deepEqual(await previewBulk(s, { action: 'cancel', filter: { typePrefix: prefix } }), { count: 6, exact: true });
+    assert.deepEqual(await previewBulk(s, { action: 'retry', filter: { typePrefix: prefix, status: 'cancelled' } }), { count: 1, exact: true });
+    const r = await runBulk(s, { action: 'cancel', filter: { typePrefix: prefix }, ...BY, batchSize: 2 });
+    assert.deepEqual([r.ids, r.done], [ids.filter((id) => id !== ids[1]), true]);
+    const [e] = await s.jobs.events({ jobId: ids[6]! });
+    assert.equal(e!.detail.bulkId, r.bulkId);
+    await assert.rejects(runBulk(s, { action: 'cancel', filter: { typePrefix: 'a b' }, ...BY }), ValidationError);
+    await assert.rejects(s.jobs.bulk({ action: 'cancel', filter: { typePrefix: prefix } as never, afterId: null, throughId: ids[6]!, limit: 10, bulkId: 'b', ...BY }), ValidationError, 'a batch never ignores a filter part');
   });
 
   it('a signal stops it between batches', async () => {

@@ -12,9 +12,10 @@ import { cancelStored, deleteStored, retryStored } from './operator.js';
 function inRange(db: MemoryDb, b: CheckedRange): StoredJob[] {
   const after = BigInt(b.afterId);
   const through = BigInt(b.throughId);
+  const ids = b.ids === null ? null : new Set(b.ids);
   return [...db.jobs.values()]
     .filter((j) => BigInt(j.seq) > after && BigInt(j.seq) <= through && b.statuses.includes(j.status) &&
-      (b.queue === null || j.queue === b.queue) && (b.type === null || j.type === b.type))
+      (b.queue === null || j.queue === b.queue) && (b.type === null || j.type === b.type) && (ids === null || ids.has(j.id)))
     .sort((x, y) => x.seq - y.seq);
 }
 

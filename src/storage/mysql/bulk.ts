@@ -17,10 +17,14 @@ import { NOW, type Row, type Tables, parseUtc, sharedSql, waitMs } from './sql.j
 const CANCEL_MESSAGE = 'cancelled by an operator';
 
 function where(b: CheckedRange): string {
-  return ['id > ? AND id <= ? AND status IN (?)', b.queue !== null ? 'queue = ?' : null, b.type !== null ? 'type = ?' : null].filter((x) => x !== null).join(' AND ');
+  const terms = ['id > ? AND id <= ? AND status IN (?)', b.queue !== null ? 'queue = ?' : null, b.type !== null ? 'type = ?' : null, b.ids !== null ? 'id IN (?)' : null];
+  return terms.filter((x) => x !== null).join(' AND ');
 }
 
-const rangeValues = (b: CheckedRange): unknown[] => [BigInt(b.afterId), BigInt(b.throughId), [...b.statuses], ...(b.queue !== null ? [b.queue] : []), ...(b.type !== null ? [b.type] : [])];
+const rangeValues = (b: CheckedRange): unknown[] => [
+  BigInt(b.afterId), BigInt(b.throughId), [...b.statuses], ...(b.queue !== null ? [b.queue] : []), ...(b.type !== null ? [b.type] : []),
+  ...(b.ids !== null ? [b.ids.map(BigInt)] : []),
+];
 
 export function bulkSql(t: Tables) {
   return {

@@ -17,18 +17,19 @@ import { NOW, durationSince, waitSince } from './sql.js';
 const CANCEL_MESSAGE = 'cancelled by an operator';
 
 function bulkSql(s: string) {
-  /** $1 after id, $2 through id, $3 statuses, $4 queue, $5 type (null: any), $6 limit */
+  /** $1 after id, $2 through id, $3 statuses, $4 queue, $5 type, $7 ids (null: any), $6 limit */
   const cand = (cols: string): string => `cand AS (
   SELECT ${cols} FROM ${s}.jobs
   WHERE id > $1::bigint AND id <= $2::bigint AND status = ANY($3::text[])
     AND ($4::text IS NULL OR queue = $4::text) AND ($5::text IS NULL OR type = $5::text)
+    AND ($7::bigint[] IS NULL OR id = ANY($7::bigint[]))
   ORDER BY id
   LIMIT $6::int
   FOR UPDATE
 )`;
   return {
     /**
-     * $7 $8 notify. A unique key another job holds, or an earlier job of the batch takes back,
+     * $8 $9 notify. A unique key another job holds, or an earlier job of the batch takes back,
      * stays with that job: this one comes back without it (jobs.retry's rule, batch-wide).
      */
     retry: `-- leasehold bulkRetry: back to queued, due now, attempts reset, for the batch's jobs; returns each with its status and attempts before
@@ -44,16 +45,16 @@ WITH ${cand('id, status, attempts, unique_key')}, upd AS (
   WHERE j.id = c.id
   RETURNING j.id, c.status AS was, c.attempts AS was_attempts
 ), woke AS (
-  SELECT pg_notify($7, $8) FROM (SELECT 1 FROM upd LIMIT 1) AS due
+  SELECT pg_notify($8, $9) FROM (SELECT 1 FROM upd LIMIT 1) AS due
 )
 SELECT u.id::text AS id, u.was, u.was_attempts, (SELECT count(*) FROM woke) AS notified FROM upd u ORDER BY u.id`,
 
-    /** $7 message. A running job's attempt is written as cancelled from the values the lock read, as jobs.cancel writes it. */
+    /** $8 message. A running job's attempt is written as cancelled from the values the lock read, as jobs.cancel writes it. */
     cancel: `-- leasehold bulkCancel: cancelled now, lease cleared, running attempts written as cancelled, for the batch's jobs; returns each with its status and attempts before
 WITH ${cand('id, status, attempts, locked_by, lease_token, started_at, run_at')}, upd AS (
   UPDATE ${s}.jobs j
   SET status = 'cancelled', finished_at = ${NOW}, locked_by = NULL, lease_token = NULL,
-      locked_until = NULL, last_error_code = 'CANCELLED', last_error = $7::text, updated_at = ${NOW}
+      locked_until = NULL, last_error_code = 'CANCELLED', last_error = $8::text, updated_at = ${NOW}
   FROM cand c
   WHERE j.id = c.id
   RETURNING j.id, c.status AS was, c.attempts AS was_attempts
@@ -61,7 +62,7 @@ WITH ${cand('id, status, attempts, locked_by, lease_token, started_at, run_at')}
   INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
                                  outcome, error_code, error_message, wait_ms)
   SELECT c.id, c.attempts, c.locked_by, c.lease_token, c.started_at, ${NOW}, ${durationSince('c.started_at')},
-         'cancelled', 'CANCELLED', $7::text, ${waitSince('c.run_at', 'c.started_at')}
+         'cancelled', 'CANCELLED', $8::text, ${waitSince('c.run_at', 'c.started_at')}
   FROM cand c
   WHERE c.status = 'running' AND c.lease_token IS NOT NULL
 )
@@ -79,11 +80,12 @@ WITH history AS (
 )
 DELETE FROM ${s}.job_events WHERE job_id = ANY($1::bigint[])`,
 
-    /** the range of `cand`, counted */
+    /** the range of `cand`, counted; $6 ids (null: any) */
     count: `-- leasehold bulkCount: how many jobs of an id range, of these statuses and the filter, a bulk action would take
 SELECT count(*)::int AS n FROM ${s}.jobs
 WHERE id > $1::bigint AND id <= $2::bigint AND status = ANY($3::text[])
-  AND ($4::text IS NULL OR queue = $4::text) AND ($5::text IS NULL OR type = $5::text)`,
+  AND ($4::text IS NULL OR queue = $4::text) AND ($5::text IS NULL OR type = $5::text)
+  AND ($6::bigint[] IS NULL OR id = ANY($6::bigint[]))`,
   };
 }
 
@@ -106,7 +108,7 @@ export class PostgresBulk extends SqlAggregate<Db, ReturnType<typeof bulkSql>> {
 
   /** The batch's change, then its events or history deletes; every job the lock read is changed (it holds them). */
   async #change(c: Queryable, b: CheckedBatch): Promise<string[]> {
-    const range = [...rangeParams(b), b.limit];
+    const range = [...rangeParams(b), b.limit, b.ids];
     if (b.action === 'delete') {
       const ids = (await query(c, 'bulkDelete', this.sql.delete, range)).map((r) => String(r.id));
       if (ids.length > 0) await query(c, 'bulkDelete', this.sql.forget, [ids]);
@@ -123,7 +125,7 @@ export class PostgresBulk extends SqlAggregate<Db, ReturnType<typeof bulkSql>> {
   async count(p: BulkRange): Promise<number> {
     const b = checkBulkRange(p);
     if (rangeIsEmpty(b)) return 0;
-    const [row] = await this.db.run('bulkCount', this.sql.count, rangeParams(b));
+    const [row] = await this.db.run('bulkCount', this.sql.count, [...rangeParams(b), b.ids]);
     return Number(row?.n ?? 0);
   }
 }

@@ -18,6 +18,7 @@ function where(b: CheckedRange): string {
     'id > @after AND id <= @through AND status IN (SELECT value FROM json_each(@statuses))',
     b.queue !== null ? 'queue = @queue' : null,
     b.type !== null ? 'type = @type' : null,
+    b.ids !== null ? 'id IN (SELECT value FROM json_each(@ids))' : null,
   ].filter((x) => x !== null).join(' AND ');
 }
 
@@ -35,6 +36,7 @@ function params(b: CheckedRange): Record<string, unknown> {
     statuses: JSON.stringify(b.statuses),
     ...(b.queue !== null ? { queue: b.queue } : {}),
     ...(b.type !== null ? { type: b.type } : {}),
+    ...(b.ids !== null ? { ids: JSON.stringify(b.ids.map(Number)) } : {}),
   };
 }
 
