@@ -4,7 +4,7 @@
  * form, retry a filtered set of dead jobs in bulk through the confirmation (the database says
  * they are queued, jobs outside the filter are not, and each job's history names who did it),
  * and the charts page at 390 px. With UPDATE_SCREENSHOT=1 it rewrites docs/dashboard-search.png
- * and docs/dashboard-charts.png.
+ * docs/dashboard-history.png and docs/dashboard-charts.png.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -103,6 +103,7 @@ describe('dashboard in a browser: find and act', { skip: skip ?? false }, () => 
     await page.goto(`${dash.url}jobs/${deadImports[0]}`);
     const marker = await page.locator('td.event[data-label="Event"]').innerText();
     assert.match(marker, /^retried by dashboard:session-[0-9a-f]{8} from 127\.0\.0\.1 at .+, after 1 attempt \(was dead\) · bulk bulk-/);
+    if (shots) await page.locator('table[data-table="attempts"]').screenshot({ path: path.join(root, 'docs/dashboard-history.png') });
     assert.deepEqual(problems, []);
     await page.context().close();
   });

@@ -74,8 +74,9 @@ const LOG_TICKS: readonly [number, string][] = [[1, '1 ms'], [10, '10 ms'], [100
 /** Lines of durations (ms) on a log scale; a bucket without a value breaks the line. */
 export function durationLines(id: string, title: string, series: readonly Series[], buckets: readonly Bucket[]): Html {
   const all = buckets.flatMap((b) => series.map((s) => b.values[s.key])).filter((v): v is number => typeof v === 'number');
-  const hi = Math.log10(Math.max(10, ...all.map((v) => v * 1.2)));
-  const lo = all.length ? Math.min(Math.floor(hi) , Math.max(0, Math.floor(Math.log10(Math.max(1, Math.min(...all)))))) : 0;
+  // whole decades from the smallest value's to the largest's, at least one
+  const lo = all.length ? Math.floor(Math.log10(Math.max(1, Math.min(...all)))) : 0;
+  const hi = Math.max(lo + 1, Math.ceil(Math.log10(Math.max(1, ...all))));
   const y = (ms: number) => PAD.t + PH - ((Math.log10(Math.max(1, ms)) - lo) / Math.max(0.001, hi - lo)) * PH;
   const bw = PW / Math.max(1, buckets.length);
   const x = (i: number) => PAD.l + (i + 0.5) * bw;
