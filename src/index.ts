@@ -34,7 +34,7 @@ export type { AnyJobDefinition, JobContext, JobDefinition, JobHandler } from './
 export { cancel, fail, snooze } from './core/outcome.js';
 export type { JobOutcome } from './core/outcome.js';
 export type { RetryPolicy, Jitter } from './core/retry.js';
-export type { RateLimit, TypeFlow } from './core/flow.js';
+export type { QueueFlow, RateLimit, TypeFlow } from './core/flow.js';
 export type { LeaseExpiredPolicy } from './core/decide.js';
 
 // Storage
