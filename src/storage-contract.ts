@@ -27,6 +27,7 @@ export type {
 } from './core/schedules.js';
 export { checkLockSlots } from './core/schedules.js';
 export * from './core/flow.js';
+export * from './core/flow-groups.js';
 export { assertDistinctEffectKeys } from './core/effects.js';
 export { declaredIndexes } from './core/schema-indexes.js';
 export type { DeclaredIndex } from './core/schema-indexes.js';
