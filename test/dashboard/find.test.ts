@@ -121,7 +121,7 @@ describe('dashboard: bulk actions', () => {
     assert.equal(event!.source, '127.0.0.1');
   });
 
-  test('no filter: asked with an "all jobs" box, refused without it; a search no bulk takes is refused', async () => {
+  test('no filter: asked with an "all jobs" box, refused without it; a bad action is refused', async () => {
     const app = createDashboard({ client: s.full });
     const jar = new Jar();
     const csrf = csrfOf((await get(app, '/jobs', jar)).text);
@@ -135,10 +135,21 @@ describe('dashboard: bulk actions', () => {
     const all = await post(app, '/jobs/bulk', { csrf, action: 'cancel', confirmed: '1', all: '1' }, jar);
     assert.equal(all.res.status, 303);
     assert.equal(await statusOf(s.queuedId), 'cancelled');
-    assert.equal((await post(app, '/jobs/bulk', { csrf, action: 'retry', q: 'mail' }, jar)).res.status, 400);
-    assert.equal((await post(app, '/jobs/bulk', { csrf, action: 'retry', queue: 'de*' }, jar)).res.status, 400);
     assert.equal((await post(app, '/jobs/bulk', { csrf, action: 'explode', status: 'dead' }, jar)).res.status, 400);
-    assert.match((await get(app, '/jobs?q=mail', jar)).text, /Bulk actions take status, queue and type/);
+  });
+
+  test('a text search in bulk: the confirmation names the text, only the jobs it finds change', async () => {
+    const app = createDashboard({ client: s.full });
+    const jar = new Jar();
+    const page = await get(app, '/jobs?q=provider', jar);
+    assert.match(page.text, /<input type="hidden" name="action" value="retry"><input type="hidden" name="q" value="provider"><button class="">Retry…<\/button>/);
+    const csrf = csrfOf(page.text);
+    const ask = await post(app, '/jobs/bulk', { csrf, action: 'retry', q: 'provider' }, jar);
+    assert.match(ask.text, /<dd data-bulk-filter>text &quot;provider&quot;<\/dd><dt>Jobs it changes now<\/dt><dd data-bulk-count>1<\/dd>/);
+    const done = await post(app, '/jobs/bulk', { csrf, action: 'retry', q: 'provider', confirmed: '1' }, jar);
+    assert.equal(done.res.headers.get('location'), '/jobs?q=provider&done=retry%3A1');
+    assert.equal(await statusOf(s.deadId), 'queued');
+    assert.equal((await s.client.getJob(s.succeededId)).status, 'succeeded');
   });
 });
 
