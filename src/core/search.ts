@@ -10,8 +10,8 @@
  * A-Z folded to lower case on both sides and every other character compared exactly.
  *
  * Bounds: a filter with a part an index answers on every database (an id, an exact idempotency
- * key, a schedule name, status dead, cancelled or running) reads what that index holds. Any
- * other filter (queue, type, a key prefix, status queued, failed or succeeded, text alone) reads
+ * key, a schedule name, status failed, dead, cancelled or running) reads what that index holds.
+ * Any other filter (queue, type, a key prefix, status queued or succeeded, text alone) reads
  * only the jobs whose ids lie within `readLimit` of the cursor, and its text test only the first
  * `scanLimit` jobs matching the rest: a page past either bound says where to go on.
  */
@@ -145,7 +145,7 @@ export interface CheckedCount {
 }
 
 /** Statuses every database keeps an index of its own for (partial, or led by status): rare rows. */
-const INDEXED_STATUSES: readonly JobStatus[] = ['dead', 'cancelled', 'running'];
+const INDEXED_STATUSES: readonly JobStatus[] = ['failed', 'dead', 'cancelled', 'running'];
 
 /**
  * Whether a filter reads within `readLimit` of its cursor: it tests something no index answers on

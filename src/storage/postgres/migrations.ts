@@ -64,8 +64,9 @@ CREATE TABLE ${s}.jobs (
 CREATE INDEX jobs_due_idx ON ${s}.jobs (priority, run_at, id) WHERE status IN ('queued','failed');
 -- the sweeper's lookup of expired leases, over running rows only
 CREATE INDEX jobs_running_lease_idx ON ${s}.jobs (locked_until, id) WHERE status = 'running';
--- an operator's search and counts of dead or cancelled jobs, newest first: rare rows only, so
--- no claim or finish into another status writes to them
+-- an operator's search and counts of failed, dead or cancelled jobs, newest first: rare rows
+-- only, so no claim or finish into another status writes to them
+CREATE INDEX jobs_failed_idx ON ${s}.jobs (id) WHERE status = 'failed';
 CREATE INDEX jobs_dead_idx ON ${s}.jobs (id) WHERE status = 'dead';
 CREATE INDEX jobs_cancelled_idx ON ${s}.jobs (id) WHERE status = 'cancelled';
 -- at most one job per idempotency key

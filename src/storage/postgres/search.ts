@@ -101,8 +101,20 @@ SELECT count(*)::int AS n FROM (SELECT 1 FROM ${this.db.q}.jobs ${t.where()} LIM
       sql = `-- leasehold countMatchingJobs: how many of the first candidates hold the text, counting up to a limit
 SELECT count(*)::int AS n FROM (SELECT 1 FROM (${from}) AS c WHERE ${textTest(t, s.filter.text)} LIMIT ${t.bind(s.limit, 'int')}) AS m`;
     }
-    const [r] = await this.db.run('countMatchingJobs', sql, t.values);
+    const f = s.filter;
+    // the summary's count of one live or rare status: read from its index, not the heap's start
+    const indexed = s.below === null && s.above === null && f.status !== null && f.status !== 'succeeded';
+    const [r] = indexed ? await this.#indexScans('countMatchingJobs', sql, t.values) : await this.db.run('countMatchingJobs', sql, t.values);
     return Number(r?.n ?? 0);
+  }
+
+  /**
+   * A statement planned with index scans only. The live statuses' rows are the newest, at the
+   * heap's end: a plan that expects them spread out reads most of the heap from its start to
+   * find them (a count of queued jobs read 500,000 rows for 10,000).
+   */
+  #indexScans(what: string, sql: string, values: unknown[] = []): Promise<Record<string, unknown>[]> {
+    return this.db.transaction(what, async (c) => (await c.query(sql, values)).rows as Record<string, unknown>[], 'BEGIN; SET LOCAL enable_seqscan = off');
   }
 
   async candidates(s: MatchScan): Promise<{ n: number; last: string | null }> {
@@ -124,19 +136,22 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM ${this.db.q}.jobs ${t.where()}`;
 
   async idRange(): Promise<{ min: bigint; max: bigint } | null> {
     const sql = `-- leasehold jobIdRange: the smallest and largest job id (the primary key's two ends)
-SELECT min(id)::text AS lo, max(id)::text AS hi FROM ${this.db.q}.jobs`;
+SELECT (SELECT min(id) FROM ${this.db.q}.jobs)::text AS lo, (SELECT max(id) FROM ${this.db.q}.jobs)::text AS hi`;
     const [r] = await this.db.run('jobIdRange', sql);
     return r?.lo == null || r.hi == null ? null : { min: BigInt(String(r.lo)), max: BigInt(String(r.hi)) };
   }
 
   async groups(statuses: readonly JobStatus[]): Promise<JobCount[]> {
-    // one arm per status, each over its own partial index where it has one
-    const arms = statuses.map((st) => `SELECT queue, type, status, count(*)::int AS count,
+    // one arm per status, each over its own index (succeeded has none: the heap, apart)
+    const sql = (sts: readonly JobStatus[]): string => `-- leasehold summarizeJobs: jobs of the listed statuses by queue, type and status, with how many are due
+${sts.map((st) => `SELECT queue, type, status, count(*)::int AS count,
   (count(*) FILTER (WHERE status IN ('queued','failed') AND run_at <= ${NOW}))::int AS due
-FROM ${this.db.q}.jobs WHERE ${STATUS_TERM[st]} GROUP BY queue, type, status`);
-    const sql = `-- leasehold summarizeJobs: jobs of the listed statuses by queue, type and status, with how many are due
-${arms.join('\nUNION ALL\n')}
-ORDER BY queue, type, status`;
-    return (await this.db.run('summarizeJobs', sql)).map(toJobCount);
+FROM ${this.db.q}.jobs WHERE ${STATUS_TERM[st]} GROUP BY queue, type, status`).join('\nUNION ALL\n')}`;
+    const live = statuses.filter((st) => st !== 'succeeded');
+    const [a, b] = await Promise.all([
+      live.length ? this.#indexScans('summarizeJobs', sql(live)) : Promise.resolve([]),
+      statuses.includes('succeeded') ? this.db.run('summarizeJobs', sql(['succeeded'])) : Promise.resolve([]),
+    ]);
+    return [...a, ...b].map(toJobCount);
   }
 }

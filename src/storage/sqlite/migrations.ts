@@ -61,8 +61,9 @@ CREATE INDEX {p}jobs_claim_idx ON {p}jobs (priority, run_at, id) WHERE status IN
 -- the sweeper finds running rows whose lease expired
 CREATE INDEX {p}jobs_running_idx ON {p}jobs (locked_until) WHERE status = 'running';
 
--- an operator's search and counts of dead or cancelled jobs, newest first: rare rows only, so
--- no claim or finish into another status touches them
+-- an operator's search and counts of failed, dead or cancelled jobs, newest first: rare rows
+-- only, so no claim or finish into another status touches them
+CREATE INDEX {p}jobs_failed_idx ON {p}jobs (id) WHERE status = 'failed';
 CREATE INDEX {p}jobs_dead_idx ON {p}jobs (id) WHERE status = 'dead';
 CREATE INDEX {p}jobs_cancelled_idx ON {p}jobs (id) WHERE status = 'cancelled';
 

@@ -25,9 +25,9 @@ const STATUS_TERM: Record<JobStatus, string> = {
   cancelled: `status = 'cancelled'`,
 };
 
-/** Without id bounds (the summary's counts) a due status is read from the due partial index; within them the primary key's range is shorter. */
+/** Without id bounds (the summary's counts) queued jobs are read from the due partial index; within them the primary key's range is shorter. */
 const statusTerm = (st: JobStatus, bounded: boolean): string =>
-  !bounded && (st === 'queued' || st === 'failed') ? `status IN ('queued','failed') AND ${STATUS_TERM[st]}` : STATUS_TERM[st];
+  !bounded && st === 'queued' ? `status IN ('queued','failed') AND ${STATUS_TERM[st]}` : STATUS_TERM[st];
 
 const TEXT_TEST = `(instr(lower(payload), @text) > 0 OR instr(lower(last_error), @text) > 0 OR instr(lower(last_error_code), @text) > 0)`;
 
@@ -107,7 +107,7 @@ export class SqliteMatchReader implements MatchReader {
 
   async idRange(): Promise<{ min: bigint; max: bigint } | null> {
     const sql = `-- leasehold jobs.idRange: the smallest and largest job id (two reads of the primary key's ends)
-      SELECT min(id) AS lo, max(id) AS hi FROM {p}jobs`;
+      SELECT (SELECT min(id) FROM {p}jobs) AS lo, (SELECT max(id) FROM {p}jobs) AS hi`;
     const r = this.db.read(() => this.db.stmt(sql).get() as { lo: number | null; hi: number | null });
     return r.lo === null || r.hi === null ? null : { min: BigInt(r.lo), max: BigInt(r.hi) };
   }
