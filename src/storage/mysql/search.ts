@@ -110,7 +110,7 @@ export class MysqlMatchReader implements MatchReader {
 
   async idRange(): Promise<{ min: bigint; max: bigint } | null> {
     const sql = `-- leasehold jobIdRange: the smallest and largest job id (the primary key's two ends)
-      SELECT MIN(id) AS lo, MAX(id) AS hi FROM ${this.db.t.jobs}`;
+      SELECT (SELECT MIN(id) FROM ${this.db.t.jobs}) AS lo, (SELECT MAX(id) FROM ${this.db.t.jobs}) AS hi`;
     const [r] = await this.db.one('jobIdRange', (c) => run(c, sql));
     return r?.lo == null || r.hi == null ? null : { min: BigInt(String(r.lo)), max: BigInt(String(r.hi)) };
   }
