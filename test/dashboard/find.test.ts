@@ -98,7 +98,7 @@ describe('dashboard: bulk actions', () => {
     const app = createDashboard({ client: s.full });
     const jar = new Jar();
     const list = await get(app, '/jobs?status=dead', jar);
-    assert.match(list.text, /<form class="inline" method="post" action="\/jobs\/bulk">.*name="action" value="retry"><input type="hidden" name="status" value="dead"><button class="">Retry…<\/button>/);
+    assert.match(list.text, /<form class="inline" method="post" action="\/jobs\/bulk" data-confirm-from="\/api\/bulk\?action=retry&amp;status=dead">.*name="action" value="retry"><input type="hidden" name="status" value="dead"><button class="">Retry…<\/button>/);
     const csrf = csrfOf(list.text);
     assert.equal((await post(app, '/jobs/bulk', { action: 'retry', status: 'dead', confirmed: '1' }, jar)).res.status, 403);
     assert.equal(await statusOf(s.deadId), 'dead');
@@ -107,6 +107,11 @@ describe('dashboard: bulk actions', () => {
     assert.match(ask.text, /<h1>Retry 1 job\?<\/h1>/);
     assert.match(ask.text, /<dd data-bulk-filter>status dead<\/dd><dt>Jobs it changes now<\/dt><dd data-bulk-count>1<\/dd>/);
     assert.equal(await statusOf(s.deadId), 'dead', 'nothing changes before the confirmation');
+    // the script's dialog asks the same, from JSON
+    const dialog = await getJson<{ question: string; label: string; count: number; exact: boolean }>(app, '/api/bulk?action=retry&status=dead', jar);
+    assert.deepEqual(dialog.body, { question: 'Retry 1 job matching status dead? Each failed, dead, cancelled or waiting job becomes due now with its attempt budget reset.', label: 'Retry 1 job', count: 1, exact: true });
+    assert.equal((await getJson(app, '/api/bulk?action=retry', jar)).body!.question, null, 'no filter: the page asks, with its all-jobs box');
+    assert.equal((await get(app, '/api/bulk?action=explode', jar)).res.status, 400);
     const none = await post(app, '/jobs/bulk', { csrf, action: 'retry', status: 'dead', queue: 'elsewhere' }, jar);
     assert.match(none.text, /<h1>Retry 0 jobs\?<\/h1>/);
     assert.match(none.text, /No job matches now/);
@@ -197,8 +202,11 @@ describe('dashboard: the new pages are escaped and guarded', () => {
       assert.ok(!text.includes(XSS), `${path} carries the raw payload`);
     }
     assert.match((await get(app, `/jobs?q=${encodeURIComponent(XSS)}`, jar)).text, /value="&lt;script&gt;alert\(1\)&lt;\/script&gt;"/);
-    const json = await get(app, `/api/jobs?q=${encodeURIComponent(XSS)}`, jar);
-    assert.ok(!json.text.includes('<'), 'JSON has no raw <');
+    for (const path of [`/api/jobs?q=${encodeURIComponent(XSS)}`, `/api/bulk?action=retry&q=${encodeURIComponent(XSS)}`, `/api/jobs/${s.deadId}`]) {
+      const json = await get(app, path, jar);
+      assert.equal(json.res.status, 200, path);
+      assert.ok(!json.text.includes('<'), `${path}: JSON has no raw <`);
+    }
     const ask = await post(app, '/jobs/bulk', { csrf, action: 'retry', queue: XSS }, jar);
     assert.equal(ask.res.status, 400);
     assert.ok(!ask.text.includes(XSS));
@@ -212,6 +220,7 @@ describe('dashboard: the new pages are escaped and guarded', () => {
       assert.match(res.headers.get('location') ?? '', /^\/login\?next=/);
     }
     assert.equal((await get(app, '/api/jobs?q=mail')).res.status, 401);
+    assert.equal((await get(app, '/api/bulk?action=retry&status=dead')).res.status, 401);
     assert.equal((await post(app, '/jobs/bulk', { action: 'retry', status: 'dead', confirmed: '1' })).res.status, 401);
     assert.equal(await statusOf(s.deadId), 'dead');
     const bearer = { authorization: `Bearer ${TOKEN}` };

@@ -7,7 +7,8 @@
  *   only, and stops while the tab is hidden;
  * - times in UTC or the browser's zone, and the light/dark theme, switched without a reload
  *   (the same preference cookies the no-JS forms set);
- * - a dialog before a destructive POST (`data-confirm`), which the server otherwise asks on a page;
+ * - a dialog before a destructive POST (`data-confirm`, or `data-confirm-from`: the question
+ *   fetched as JSON, for a bulk action's count), which the server otherwise asks on a page;
  * - keys: / search, j or n next page, k or p previous, ? help.
  * Plain ES2020 in a string: no build step, nothing fetched from anywhere else.
  */
@@ -95,6 +96,16 @@ doc.addEventListener('submit', (e) => {
   const form = e.target, btn = e.submitter;
   if (!(form instanceof HTMLFormElement)) return;
   if (form.hasAttribute('data-prefs') && btn && btn.name) { e.preventDefault(); setPref(btn); return; }
+  const from = form.getAttribute('data-confirm-from');
+  if (from && safeHref(from) && !form.querySelector('input[name="confirmed"]')) {
+    // the question needs a count from the server; without one the server's own page asks
+    e.preventDefault();
+    fetch(from, { headers: { Accept: 'application/json' }, cache: 'no-store', credentials: 'same-origin', redirect: 'error' })
+      .then((r) => (r.ok ? r.json() : null))
+      .then((a) => { if (a && typeof a.question === 'string') confirmThen(form, a.question, a.label); else form.submit(); })
+      .catch(() => form.submit());
+    return;
+  }
   const q = form.getAttribute('data-confirm');
   if (q && !form.querySelector('input[name="confirmed"]')) { e.preventDefault(); confirmThen(form, q, btn ? btn.textContent : ''); }
 });

@@ -31,7 +31,8 @@ const hiddenFilter = (p: FilterParams) => html`${FILTER_PARAMS.map((k) => (p[k] 
 
 /** The bar over the list: a button per action, or why there is none for this filter. */
 export function bulkBar(ctx: PageContext, f: FilterParams) {
-  return html`<div class="actions bulk"><span class="muted">All matching:</span>${BULK_ACTIONS.map((a) => html`<form class="inline" method="post" action="${ctx.base}/jobs/bulk"><input type="hidden" name="csrf" value="${ctx.csrf}"><input type="hidden" name="action" value="${a}">${hiddenFilter(f)}<button class="${a === 'retry' ? '' : 'danger'}">${LABEL[a]}…</button></form>`)}</div>`;
+  // with the script, the button asks in a dialog, with the count from /api/bulk
+  return html`<div class="actions bulk"><span class="muted">All matching:</span>${BULK_ACTIONS.map((a) => html`<form class="inline" method="post" action="${ctx.base}/jobs/bulk" data-confirm-from="${ctx.base}/api/bulk${q({ action: a, ...f })}"><input type="hidden" name="csrf" value="${ctx.csrf}"><input type="hidden" name="action" value="${a}">${hiddenFilter(f)}<button class="${a === 'retry' ? '' : 'danger'}">${LABEL[a]}…</button></form>`)}</div>`;
 }
 
 export interface BulkAsk {
@@ -43,6 +44,15 @@ export interface BulkAsk {
   exact: boolean;
   /** at most this many are changed by one run */
   max: number;
+}
+
+/** The dialog's question and button for the script; null without a filter (the page asks for the "all jobs" box). */
+export function bulkQuestion(a: BulkAsk): { question: string | null; label: string; count: number; exact: boolean } {
+  const n = `${a.count.toLocaleString('en-US')}${a.exact ? '' : '+'}`;
+  const jobs = `${n} job${a.count === 1 && a.exact ? '' : 's'}`;
+  const none = Object.keys(a.filter).length === 0;
+  const question = none ? null : a.count === 0 ? `No job matching ${describeFilter(a.filter)} can be changed now.` : `${LABEL[a.action]} ${jobs} matching ${describeFilter(a.filter)}? ${WHAT[a.action]}`;
+  return { question, label: `${LABEL[a.action]} ${jobs}`, count: a.count, exact: a.exact };
 }
 
 export function bulkConfirmPage(ctx: PageContext, a: BulkAsk): PageSpec {

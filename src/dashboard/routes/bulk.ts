@@ -11,12 +11,24 @@ import type { Area } from '../context.js';
 import { HttpError } from '../context.js';
 import { BadRequest } from '../input.js';
 import { operatorOf } from '../operator-ref.js';
-import { BULK_ACTIONS, bulkConfirmPage } from '../pages/bulk.js';
+import { BULK_ACTIONS, bulkConfirmPage, bulkQuestion } from '../pages/bulk.js';
 import type { FilterParams } from '../pages/jobs.js';
 import { q } from '../pages/jobs.js';
 import { parseJobQuery } from './jobs.js';
 
 export const bulk: Area = (app, kit) => {
+  // the script's dialog: the same count and filter as the confirmation page, as JSON
+  app.get(kit.path('/api/bulk'), async (c) => {
+    const { previewBulk } = kit.client;
+    if (typeof previewBulk !== 'function') throw new HttpError(404, 'This client cannot act in bulk.');
+    const query = c.req.query();
+    const action = BULK_ACTIONS.find((a) => a === query.action);
+    if (!action) throw new BadRequest('action must be retry, cancel or delete');
+    const params = parseJobQuery(query).params;
+    const { count, exact } = await previewBulk.call(kit.client, { action, filter: jobFilterFromQuery(params) });
+    return kit.json(c, bulkQuestion({ action, filter: params, count, exact, max: DEFAULT_BULK.max }));
+  });
+
   app.post(kit.path('/jobs/bulk'), async (c) => {
     const { previewBulk, runBulk } = kit.client;
     if (typeof previewBulk !== 'function' || typeof runBulk !== 'function') throw new HttpError(404, 'This client cannot act in bulk.');
