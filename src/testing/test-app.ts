@@ -24,6 +24,7 @@ export interface TestClock {
 }
 
 export interface TestAppOptions<J extends JobList> {
+  /** the app's job definitions: the client's and the worker's list */
   jobs: J;
   /** schedules declared in code, synced at each `runUntilIdle` */
   schedules?: readonly ScheduleFor<J>[];
@@ -46,20 +47,26 @@ export interface RunUntilIdleOptions {
 
 /** What the runs of one `runUntilIdle` did: attempts by outcome (succeeded, failed, dead, snoozed…). */
 export interface IdleReport {
+  /** attempts run */
   processed: number;
+  /** attempts by how they ended */
   outcomes: Record<string, number>;
 }
 
 export interface TestApp<J extends JobList = JobList> {
+  /** the job definitions it was made with */
   readonly jobs: J;
+  /** the memory storage under the client and the worker */
   readonly storage: MemoryStorage;
   /** the app's client, typed by `jobs` */
   readonly client: Client<J>;
+  /** the storage's clock: it moves only when the test (or a retry in `runUntilIdle`) moves it */
   readonly clock: TestClock;
   /** Run due jobs (and the retries of those that fail) until none is due; resolves to what ran. */
   runUntilIdle(opts?: RunUntilIdleOptions): Promise<IdleReport>;
   /** Every job of `type` (every job when omitted) enqueued so far, oldest first, in its current state. */
   enqueued(type?: JobTypeName<J>): Promise<JobRow[]>;
+  /** Close the storage. */
   close(): Promise<void>;
 }
 
