@@ -10,8 +10,11 @@ import type { AnyJobDefinition, JobRegistry } from './job-definition.js';
 import type { WorkerObserver } from './observer.js';
 import type { RetentionOptions } from './sweeper.js';
 
+/** What a {@link Worker} is given; every field but `storage` and `jobs` has a default. */
 export interface WorkerOptions {
+  /** where jobs are claimed from, e.g. from `openStorage(url)` */
   storage: Storage;
+  /** the job definitions this worker runs (from `defineJob`); other types stay queued for a worker that has them */
   jobs: readonly AnyJobDefinition[] | JobRegistry;
   /** jobs run at once (default 10) */
   concurrency?: number;
@@ -38,11 +41,15 @@ export interface WorkerOptions {
   shutdownDeadlineMs?: number;
   /** run the sweeper in this worker (default true) */
   sweeper?: boolean;
+  /** how often the sweeper recovers expired leases and applies retention, in ms (default half of `leaseMs`, at most 30 s) */
   sweepIntervalMs?: number;
   /** retention of finished jobs, applied by the sweeper; false keeps everything */
   retention?: RetentionOptions | false;
+  /** where the worker logs (default: a pino logger at `info`) */
   logger?: Logger;
+  /** source of randomness for jitter, in [0, 1) (default `Math.random`; tests pass a seeded one) */
   random?: () => number;
+  /** this worker's id, recorded on the jobs it claims (default: hostname, pid and a random suffix) */
   workerId?: string;
   /** run the scheduler in this worker (default true); `drain()` fires due schedules first */
   scheduler?: boolean;
@@ -61,6 +68,7 @@ export interface WorkerOptions {
   alerts?: AlertOptions;
 }
 
+/** What {@link Worker.stop} reports: the jobs it handed back for another worker. */
 export interface StopReport {
   /** jobs still running at the deadline: aborted and handed back due */
   handedBack: string[];
@@ -68,8 +76,12 @@ export interface StopReport {
   unstarted: string[];
 }
 
+/** What {@link Worker.drain} reports once no due job is left (or its deadline passed). */
 export interface DrainReport {
+  /** attempts run */
   processed: number;
+  /** attempts by outcome, e.g. `{ completed: 3, retried: 1 }` */
   outcomes: Record<string, number>;
+  /** true when the deadline came before the queues were empty */
   timedOut: boolean;
 }

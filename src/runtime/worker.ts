@@ -30,9 +30,23 @@ import { VERSION } from './version.js';
 
 export type { DrainReport, StopReport, WorkerOptions } from './worker-options.js';
 
+/**
+ * Runs the handlers of its `jobs` against a storage: claims due jobs, keeps their leases alive,
+ * retries failures by their policy, and (by default) runs the sweeper and the scheduler too.
+ *
+ * @example
+ * ```ts
+ * const worker = new Worker({ storage: await openStorage('sqlite:app.db'), jobs: [sendEmail] });
+ * await worker.start();
+ * process.on('SIGTERM', () => void worker.stop());
+ * ```
+ */
 export class Worker {
+  /** this worker's id, recorded on the jobs it claims (the `workerId` option or a generated one) */
   readonly id: string;
+  /** the job definitions it runs, by type (the `jobs` option plus alert webhook jobs) */
   readonly registry: JobRegistry;
+  /** its logger, with `workerId` on every line */
   readonly log: Logger;
   readonly #storage: Storage;
   readonly #concurrency: number;
@@ -95,6 +109,7 @@ export class Worker {
     });
   }
 
+  /** `new`, `running`, `stopping` or `stopped` */
   get state(): string {
     return this.#state;
   }
@@ -104,6 +119,7 @@ export class Worker {
     return this.#slots.running.size + this.#leases.buffered;
   }
 
+  /** Starts claiming (and the sweeper and scheduler); syncs the `schedules` option first. */
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new Error(`worker ${this.id} was already started`);
     // Declared schedules first: a bad one throws here, before anything is registered or started.

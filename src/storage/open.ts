@@ -13,6 +13,7 @@ import type { Storage } from '../core/storage.js';
 import { checkDriver } from './sqlite/driver.js';
 import type { SqliteDriverName } from './sqlite/driver.js';
 
+/** The database URL used when none is given: a SQLite file in the working directory. */
 export const DEFAULT_DB_URL = 'sqlite:leasehold.db';
 
 export interface ParsedDbUrl {
@@ -78,11 +79,21 @@ function splitQuery(target: string): [string, string?] {
   return i < 0 || !target.slice(i + 1).startsWith('driver=') ? [target] : [target.slice(0, i), target.slice(i + 1)];
 }
 
+/** Options for {@link openStorage}. */
 export interface OpenOptions {
   /** connection pool size for server databases (default 10) */
   poolSize?: number;
 }
 
+/**
+ * Opens the storage a database URL names (`sqlite:FILE`, `postgres://…`, `mysql://…`,
+ * `mariadb://…` or `memory:`), loading only that driver; call `storage.migrate()` before first use.
+ *
+ * @example
+ * ```ts
+ * const storage = await openStorage(process.env.DATABASE_URL ?? 'sqlite:app.db');
+ * ```
+ */
 export async function openStorage(url: string, opts: OpenOptions = {}): Promise<Storage> {
   const p = parseDbUrl(url);
   switch (p.kind) {
