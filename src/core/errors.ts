@@ -29,7 +29,9 @@ export type ErrorCode =
   | 'LOCK_TIMEOUT'
   | 'LOCK_LOST';
 
+/** The base of every error leasehold throws; tell them apart by `code` (or by class). */
 export class LeaseholdError extends Error {
+  /** a stable, machine-readable code, e.g. `INVALID_PAYLOAD` or `JOB_NOT_FOUND` */
   readonly code: ErrorCode;
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -43,27 +45,28 @@ export class ValidationError extends LeaseholdError {}
 
 /** The job type is not one this client or worker knows. */
 export class UnknownJobTypeError extends ValidationError {
-  constructor(readonly jobType: string, known: readonly string[]) {
+  constructor(/** the type asked for */ readonly jobType: string, known: readonly string[]) {
     super('UNKNOWN_JOB_TYPE', `unknown job type "${jobType}"; known types: ${known.join(', ') || '(none)'}`);
   }
 }
 
+/** No job has this id (it never existed, or retention deleted it). */
 export class JobNotFoundError extends LeaseholdError {
-  constructor(readonly jobId: string) {
+  constructor(/** the id asked for */ readonly jobId: string) {
     super('JOB_NOT_FOUND', `job ${jobId} not found`);
   }
 }
 
 /** An admin operation was asked of a job in a state that does not allow it. */
 export class InvalidStateError extends LeaseholdError {
-  constructor(readonly jobId: string, readonly status: string, action: string) {
+  constructor(/** the job asked about */ readonly jobId: string, /** its status when asked */ readonly status: string, action: string) {
     super('INVALID_STATE', `cannot ${action} job ${jobId}: it is ${status}`);
   }
 }
 
 /** A fenced write changed nothing: another worker (or an operator) owns the job now. */
 export class LeaseLostError extends LeaseholdError {
-  constructor(readonly jobId: string, what: string) {
+  constructor(/** the job whose lease was lost */ readonly jobId: string, what: string) {
     super('LEASE_LOST', `lease on job ${jobId} lost; ${what} rejected`);
   }
 }
@@ -85,12 +88,14 @@ export class TransientStorageError extends LeaseholdError {
   }
 }
 
+/** The database was migrated by a newer leasehold than this one; upgrade before connecting. */
 export class SchemaTooNewError extends LeaseholdError {
   constructor(found: number, known: number) {
     super('SCHEMA_TOO_NEW', `database schema is at version ${found}, this leasehold knows up to ${known}; upgrade leasehold`);
   }
 }
 
+/** The operation needs a feature this storage does not have. */
 export class NotSupportedError extends LeaseholdError {
   constructor(what: string, dialect: string) {
     super('NOT_SUPPORTED', `${what} is not supported by the ${dialect} storage`);
@@ -107,6 +112,7 @@ export class AbortReason extends LeaseholdError {
   }
 }
 
+/** True when `e` is any error leasehold threw (a {@link LeaseholdError}). */
 export function isLeaseholdError(e: unknown): e is LeaseholdError {
   return e instanceof LeaseholdError;
 }

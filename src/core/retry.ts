@@ -5,6 +5,7 @@
 import { ValidationError } from './errors.js';
 import { MAX_DELAY_MS } from './limits.js';
 
+/** How a retry delay is randomised so that jobs failing together do not retry together. */
 export type Jitter =
   /** no jitter: the exact delay */
   | 'none'
@@ -13,9 +14,28 @@ export type Jitter =
   /** uniform in [delay/2, delay]: keeps at least half the backoff */
   | 'equal';
 
+/** How long a failed job waits before its next attempt; see {@link DEFAULT_RETRY_POLICY}. */
 export type RetryPolicy =
-  | { kind: 'fixed'; delayMs: number; jitter?: Jitter }
-  | { kind: 'exponential'; baseMs: number; factor?: number; maxMs: number; jitter?: Jitter };
+  | {
+      /** the same delay after every failure */
+      kind: 'fixed';
+      /** the delay, in ms (0 to 100 years) */
+      delayMs: number;
+      /** default `none` */
+      jitter?: Jitter;
+    }
+  | {
+      /** `baseMs`, then times `factor` after each further failure, up to `maxMs` */
+      kind: 'exponential';
+      /** the delay after the first failure, in ms */
+      baseMs: number;
+      /** the growth per failure (default 2) */
+      factor?: number;
+      /** the longest delay, in ms */
+      maxMs: number;
+      /** default `none` */
+      jitter?: Jitter;
+    };
 
 /** 1 s, 2 s, 4 s … capped at 1 h, equal jitter: the default for every job type. */
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {

@@ -3,6 +3,7 @@
  * they perform the one the runtime chose, guarded so it only lands on the state it expects.
  */
 export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'dead', 'cancelled'] as const;
+/** Where a job is in its life: `queued`, `running`, `succeeded`, `failed` (waiting to retry), `dead` or `cancelled`. */
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /** Statuses a worker may claim from once `run_at` has passed. */
@@ -52,4 +53,5 @@ export const ATTEMPT_OUTCOMES = [
   'snoozed',
   'handed_back',
 ] as const;
+/** How one attempt ended (`running` while it runs), as in {@link ATTEMPT_OUTCOMES}. */
 export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
