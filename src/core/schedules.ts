@@ -141,13 +141,17 @@ export interface AcquireLockParams {
   slots: number;
 }
 
+/** One holding of a lock, as the storage granted it. */
 export interface LockGrant {
+  /** the lock's name */
   name: string;
+  /** which of its slots (0 for a mutex) */
   slot: number;
   /** secret of this holding: extend and release must present it */
   token: string;
   /** fencing token: strictly greater than every fence issued before for this name */
   fence: number;
+  /** when it lapses unless extended */
   expiresAt: Date;
 }
 

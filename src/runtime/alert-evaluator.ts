@@ -22,7 +22,9 @@ import { Ticker } from './ticker.js';
 /** The lock whose holder evaluates the alert rules. */
 export const ALERTS_LOCK = 'leasehold:alerts';
 
+/** The Worker's `alerts` option: the rules and where their notifications go. */
 export interface AlertOptions {
+  /** the rules to evaluate, each with a unique name */
   rules: readonly AlertRule[];
   /** POST each notification to these URLs, as a leasehold job of type `leasehold.alert.webhook` (a worker registers it) */
   webhooks?: readonly string[];
@@ -36,14 +38,19 @@ export interface AlertOptions {
   liveWithinMs?: number;
 }
 
+/** Options for an {@link AlertEvaluator} run on its own, outside a Worker. */
 export interface AlertEvaluatorOptions extends AlertOptions {
+  /** where the rules' measurements, states and webhook jobs live */
   storage: Storage;
+  /** where notifications and errors are logged (default: a pino logger) */
   logger?: Logger;
+  /** source of randomness for the interval's jitter, in [0, 1) (default `Math.random`) */
   random?: () => number;
   /** shown as the lock's holder (default host:pid) */
   owner?: string;
 }
 
+/** Evaluates alert rules on an interval, one process of the cluster at a time; a Worker with `alerts` runs one. */
 export class AlertEvaluator {
   readonly #storage: Storage;
   readonly #rules: AlertRuleSpec[];
@@ -58,6 +65,7 @@ export class AlertEvaluator {
   readonly #locks: Locks;
   readonly #client: Client;
   readonly #random: () => number;
+  /** its logger (the `logger` option or a default one) */
   readonly log: Logger;
   #memo: ReadonlyMap<string, AlertMemo> = new Map();
   #lock: Lock | null = null;
@@ -83,10 +91,12 @@ export class AlertEvaluator {
     this.log = opts.logger ?? defaultLogger();
   }
 
+  /** the rules, validated and with their defaults filled in */
   get rules(): readonly AlertRuleSpec[] {
     return this.#rules;
   }
 
+  /** Start evaluating every `intervalMs`. */
   start(): void {
     this.#ticker.start();
   }

@@ -13,8 +13,11 @@ import type { AnyJobDefinition, JobDefinition } from './job-definition.js';
 import { JobRegistry, defineJob } from './job-definition.js';
 import { VERSION } from './version.js';
 
+/** The payload of a `leasehold.alert.webhook` job: one notification for one URL. */
 export interface AlertWebhookPayload {
+  /** where the notification is POSTed */
   url: string;
+  /** the body, sent as JSON */
   notification: AlertNotification;
 }
 

@@ -13,6 +13,7 @@ import type { LockGrant } from '../core/index.js';
 import { LeaseholdError, validateLockParams } from '../core/index.js';
 import type { Storage } from '../core/storage.js';
 
+/** Options for taking a lock once ({@link Locks.tryAcquire}). */
 export interface LockOptions {
   /** how long the lock holds without an extend (default 30 s) */
   ttlMs?: number;
@@ -22,24 +23,30 @@ export interface LockOptions {
   owner?: string;
 }
 
+/** Options for waiting for a lock ({@link Locks.acquire}, {@link Locks.withLock}). */
 export interface AcquireOptions extends LockOptions {
   /** give up after this long with LOCK_TIMEOUT (default 0: one try, then LOCK_TIMEOUT) */
   timeoutMs?: number;
   /** between tries (default 100 ms, jittered) */
   retryMs?: number;
+  /** stop waiting when it aborts */
   signal?: AbortSignal;
 }
 
+/** A held lock: present it to extend and release, and pass its `fence` to what it protects. */
 export interface Lock extends LockGrant {
+  /** the TTL it was taken with, in ms; extends renew by this much */
   readonly ttlMs: number;
 }
 
+/** The lock was still held by others when `timeoutMs` ran out (code `LOCK_TIMEOUT`). */
 export class LockTimeoutError extends LeaseholdError {
   constructor(name: string, ms: number) {
     super('LOCK_TIMEOUT', `could not acquire lock ${name} within ${ms} ms`);
   }
 }
 
+/** The lock expired or was taken over while held (code `LOCK_LOST`); work done under it may be stale. */
 export class LockLostError extends LeaseholdError {
   constructor(name: string) {
     super('LOCK_LOST', `lock ${name} was lost (expired or taken over); the work done under it may be stale`);
@@ -57,6 +64,7 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
     signal?.addEventListener('abort', done, { once: true });
   });
 
+/** Named locks and semaphores on the storage's database, from {@link createLocks}. */
 export class Locks {
   readonly #storage: Storage;
   readonly #owner: string;
@@ -151,11 +159,23 @@ export class Locks {
     }
   }
 
+  /** The locks held now (all, or one name's slots), with their owners and expiry. */
   list(name?: string) {
     return this.#storage.locks.list(name === undefined ? {} : { name });
   }
 }
 
+/**
+ * Locks on the storage's database, shared by every process that uses it.
+ *
+ * @example
+ * ```ts
+ * const locks = createLocks(storage);
+ * await locks.withLock('nightly-report', { ttlMs: 60_000 }, async (signal, lock) => {
+ *   await buildReport({ signal, fence: lock.fence });
+ * });
+ * ```
+ */
 export function createLocks(storage: Storage, opts?: { owner?: string }): Locks {
   return new Locks(storage, opts);
 }

@@ -7,17 +7,26 @@ import type { ClaimedJob } from '../core/storage.js';
 
 /** How an attempt ended, as the worker counts it: a job status it wrote, or 'lost', 'handed_back', 'abandoned'. */
 export interface AttemptEnd {
+  /** e.g. `succeeded`, `failed`, `dead`, `lost` */
   outcome: string;
   /** wall-clock run time of the attempt */
   durationMs: number;
   /** the handler's error, for failed, dead and cancelled outcomes */
-  error?: { code: string; message: string } | null | undefined;
+  error?: {
+    /** the error's `code` (a LeaseholdError code, or e.g. `HANDLER_ERROR`) */
+    code: string;
+    /** the error's message */
+    message: string;
+  } | null | undefined;
 }
 
+/** What an observer returns when an attempt starts, told how it ended. */
 export interface AttemptObservation {
+  /** Called once, when the attempt is over. */
   ended(end: AttemptEnd): void;
 }
 
+/** An instrument watching a worker (the `observers` option); every method is optional and must not throw. */
 export interface WorkerObserver {
   /** A claim returned `count` jobs (0 when none were due). */
   claimed?(count: number): void;

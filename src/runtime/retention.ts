@@ -14,6 +14,7 @@ import { ValidationError } from '../core/index.js';
 import type { Storage } from '../core/storage.js';
 import type { Logger } from './env.js';
 
+/** How long finished jobs are kept before the sweeper deletes them (the Worker's `retention` option). */
 export interface RetentionOptions {
   /** keep succeeded jobs this long (default 7 days); false keeps them for ever */
   succeededMs?: number | false;
