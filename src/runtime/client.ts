@@ -7,17 +7,17 @@ import type { JobDefaults } from '../core/index.js';
 import {
   DEFAULT_JOB_DEFAULTS,
   DEFAULT_MAX_PAYLOAD_BYTES,
-  InvalidStateError,
   JobNotFoundError,
   UnknownJobTypeError,
   ValidationError,
   buildNewJob,
   validateName,
 } from '../core/index.js';
-import type { AlertStateRow, AttemptRow, EffectRow, JobCount, JobQuery, JobRow, NewJob, QueueState, Storage, WorkerRow } from '../core/storage.js';
+import type { AlertStateRow, AttemptRow, EffectRow, JobCount, JobQuery, JobRow, NewJob, OperatorRef, QueueState, Storage, WorkerRow } from '../core/storage.js';
 import type { LockRow, ScheduleInput, ScheduleRow } from '../core/schedules.js';
 import { NO_OPTIONS, checkId, checkSchedule, defaultsFor, enqueueAnswers, sameValueZero, withKeyOf } from './client-input.js';
 import { LocalBus } from './env.js';
+import { API_OPERATOR, cancelJob, retryJob } from './operator-jobs.js';
 import { JobRegistry, validateWithSchema } from './job-definition.js';
 import type { EnqueueItem, EnqueueItemOptions, EnqueuedJob, JobInput, JobList, JobTypeName, ScheduleFor } from './job-types.js';
 import { syncSchedules, upsertSchedule } from './scheduler.js';
@@ -161,7 +161,7 @@ export class Client<const J extends JobList = any> {
    *
    * @returns the schedules written and the names removed
    */
-  async syncSchedules(inputs: readonly ScheduleFor<J>[]): Promise<{ schedules: ScheduleRow[]; removed: string[] }> {
+  async syncSchedules(inputs: readonly ScheduleFor<J>[]): Promise<{ /** the schedules as written */ schedules: ScheduleRow[]; /** names removed */ removed: string[] }> {
     const checked: ScheduleInput[] = [];
     for (const input of inputs) checked.push(await checkSchedule(this.registry, input));
     return syncSchedules(this.storage, checked);
@@ -238,36 +238,30 @@ export class Client<const J extends JobList = any> {
   }
 
   /**
-   * Make a failed, dead, cancelled or waiting job due now, with its attempt budget reset.
+   * Make a failed, dead, cancelled or waiting job due now, with its attempt budget reset. The
+   * job's history records it as done by `by` (default: `api` from this host).
    *
    * @throws `JobNotFoundError`, or `InvalidStateError` for a running or succeeded job
    */
-  async retryNow(id: string): Promise<JobRow> {
-    const { job, applied } = await this.storage.jobs.retry({ id: checkId(id) });
-    if (!job) throw new JobNotFoundError(id);
-    if (!applied) throw new InvalidStateError(id, job.status, 'retry');
-    this.#bus.jobsEnqueued();
-    return job;
+  async retryNow(id: string, by: OperatorRef = API_OPERATOR): Promise<JobRow> {
+    return retryJob(this.storage, id, by);
   }
 
   /**
-   * Cancel a waiting or running job for good; a running handler's signal fires.
+   * Cancel a waiting or running job for good; a running handler's signal fires. The job's
+   * history records it as done by `by` (default: `api` from this host).
    *
    * @throws `JobNotFoundError`, or `InvalidStateError` for a finished job
    */
-  async cancel(id: string): Promise<JobRow> {
-    const { job, applied } = await this.storage.jobs.cancel({ id: checkId(id) });
-    if (!job) throw new JobNotFoundError(id);
-    if (!applied) throw new InvalidStateError(id, job.status, 'cancel');
-    this.#bus.jobCancelled(job.id);
-    return job;
+  async cancel(id: string, by: OperatorRef = API_OPERATOR): Promise<JobRow> {
+    return cancelJob(this.storage, id, by);
   }
 
   /**
    * Due jobs whose type no live worker has a handler for: they wait, they are never failed
    * for it. `aliveWithinMs` decides which workers count as live.
    */
-  async unhandledJobs(aliveWithinMs = 60_000): Promise<{ type: string; queue: string; due: number }[]> {
+  async unhandledJobs(aliveWithinMs = 60_000): Promise<{ /** a type no live worker handles */ type: string; /** its queue */ queue: string; /** its due jobs */ due: number }[]> {
     const [counts, workers, now] = await Promise.all([this.storage.queues.counts(), this.storage.workers.list(), this.storage.now()]);
     return findUnhandled(counts, workers, now, aliveWithinMs);
   }

@@ -14,7 +14,13 @@ export type JobList = readonly AnyJobDefinition[];
 export type JobTypeName<J extends JobList> = J[number]['type'];
 
 /** The definition of type `T` in the list `J`. */
-export type JobOf<J extends JobList, T extends string> = Extract<J[number], { type: T }>;
+export type JobOf<J extends JobList, T extends string> = Extract<
+  J[number],
+  {
+    /** the type to pick */
+    type: T;
+  }
+>;
 
 /**
  * The payload `client.enqueue` takes for type `T`: the input type of its definition's schema, or
@@ -50,7 +56,18 @@ export type EnqueueItem<J extends JobList = JobList> = {
  * `ScheduleInput` for the timing fields).
  */
 export type ScheduleFor<J extends JobList = JobList> = {
-  [T in JobTypeName<J>]: Omit<ScheduleInput, 'type' | 'payload'> & { type: T } & (Record<never, never> extends JobInput<J, T> ? { payload?: JobInput<J, T> } : { payload: JobInput<J, T> });
+  [T in JobTypeName<J>]: Omit<ScheduleInput, 'type' | 'payload'> & {
+    /** the job type each run enqueues */
+    type: T;
+  } & (Record<never, never> extends JobInput<J, T>
+      ? {
+          /** the payload of each run (default `{}`) */
+          payload?: JobInput<J, T>;
+        }
+      : {
+          /** the payload of each run */
+          payload: JobInput<J, T>;
+        });
 }[JobTypeName<J>];
 
 /** A job as an enqueue wrote or found it. */
