@@ -14,13 +14,20 @@ import type { Client } from '../runtime/client.js';
 import type { FoundJobs } from '../runtime/job-search.js';
 import type { BulkPreview } from '../runtime/operator.js';
 
+/**
+ * What the dashboard reads and acts through: a {@link Client}'s read and admin methods, and optional
+ * extras (from `withOperatorApi`) for the pages and buttons that need them.
+ */
 export type DashboardClient = Pick<Client, 'listJobs' | 'getJob' | 'listAttempts' | 'countJobs' | 'listWorkers' | 'listEffects' | 'unhandledJobs' | 'retryNow' | 'cancel'> & {
+  /** the schedules page */
   listSchedules?: () => Promise<readonly ScheduleRow[]>;
   /** alert rules' states, shown on the overview */
   listAlerts?: () => Promise<readonly AlertStateRow[]>;
   /** queue pause and resume, offered on the queues page */
   queueStates?: () => Promise<readonly QueueState[]>;
+  /** the queues page's Pause */
   pauseQueue?: (queue: string) => Promise<QueueState>;
+  /** the queues page's Resume */
   resumeQueue?: (queue: string) => Promise<QueueState>;
   /** per queue: due, running, age of the oldest due job */
   queueHealth?: () => Promise<readonly QueueHealth[]>;
@@ -42,8 +49,10 @@ export type DashboardClient = Pick<Client, 'listJobs' | 'getJob' | 'listAttempts
   jobEvents?: (jobId: string) => Promise<readonly JobEvent[]>;
   /** Retry / Cancel recorded with who asked and from where; without them retryNow / cancel */
   retryJob?: (id: string, by: OperatorRef) => Promise<JobRow>;
+  /** Cancel, recorded with who asked */
   cancelJob?: (id: string, by: OperatorRef) => Promise<JobRow>;
   /** bulk retry / cancel / delete of the jobs matching a filter: the count first, then the run */
   previewBulk?: (req: BulkRequest) => Promise<BulkPreview>;
+  /** runs a bulk action the operator confirmed */
   runBulk?: (opts: BulkOptions) => Promise<BulkResult>;
 };

@@ -65,18 +65,31 @@ export function attemptOutcomes(storage: Storage, sinceMs: number): Promise<Atte
 /** what previewBulk answers: the count, and whether it is exact (false past its cap) */
 export type BulkPreview = Awaited<ReturnType<typeof previewBulk>>;
 
+/** The operator calls {@link withOperatorApi} adds to a client: what the dashboard's extra pages and buttons use. */
 export interface OperatorApi {
+  /** Per queue: due, running, and the age of the oldest due job. */
   queueHealth(): Promise<QueueHealth[]>;
+  /** Attempts ended in the last `sinceMs` (at most 7 days), by type, queue and outcome. */
   attemptOutcomes(params: { sinceMs: number }): Promise<AttemptOutcomeCount[]>;
+  /** Enables or disables a schedule by name. */
   setScheduleEnabled(name: string, enabled: boolean): Promise<ScheduleRow>;
+  /** Enqueues one job of the schedule now, outside its timing. */
   runScheduleNow(name: string): Promise<JobRow>;
+  /** Searches jobs (prefixes, key, id, text), with a count up to `countCap`. */
   findJobs(params: JobSearch & { countCap?: number | undefined }): Promise<FoundJobs>;
+  /** Job counts by status, bounded so they stay cheap on large tables. */
   summarizeJobs(params?: JobSummaryQuery): Promise<JobSummary>;
+  /** Attempt outcomes over time, for the charts page. */
   attemptChart(params: ChartQuery): Promise<AttemptChart>;
+  /** A job's operator events (retries, cancels, bulk actions), oldest first. */
   jobEvents(jobId: string): Promise<JobEvent[]>;
+  /** Retries a job now, recording who asked. */
   retryJob(id: string, by: OperatorRef): Promise<JobRow>;
+  /** Cancels a job, recording who asked. */
   cancelJob(id: string, by: OperatorRef): Promise<JobRow>;
+  /** How many jobs a bulk action would touch, counted before it runs. */
   previewBulk(req: BulkRequest): Promise<BulkPreview>;
+  /** Runs a bulk retry, cancel or delete over the jobs matching a filter. */
   runBulk(opts: BulkOptions): Promise<BulkResult>;
 }
 
