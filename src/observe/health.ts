@@ -10,11 +10,21 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { IntervalHistogram } from 'node:perf_hooks';
 import type { Storage } from '../core/storage.js';
 
+/** One check's answer, ready to send as an HTTP response. */
 export interface HealthReport {
+  /** 200 when healthy, 503 when not */
   status: 200 | 503;
-  body: { ok: boolean; reason?: string; [k: string]: unknown };
+  /** the JSON body, with details such as `eventLoopDelayMs` */
+  body: {
+    /** whether the check passed */
+    ok: boolean;
+    /** why it failed */
+    reason?: string;
+    [k: string]: unknown;
+  };
 }
 
+/** Options for {@link createHealth}. */
 export interface HealthOptions {
   /** the database `/readyz` checks; without it the process is always ready */
   storage?: Storage;
@@ -24,8 +34,11 @@ export interface HealthOptions {
   timeoutMs?: number;
 }
 
+/** Liveness and readiness checks, from {@link createHealth}. */
 export interface Health {
+  /** Liveness: fails when the event loop stalled past `maxEventLoopDelayMs`. */
   healthz(): HealthReport;
+  /** Readiness: fails when the database does not answer in time or its schema version is not this code's. */
   readyz(): Promise<HealthReport>;
   /** Stop watching the event loop. */
   close(): void;
@@ -34,6 +47,7 @@ export interface Health {
 /**
  * Liveness and readiness checks for a process running leasehold.
  *
+ * @example
  * ```ts
  * const health = createHealth({ storage });
  * const { status, body } = await health.readyz(); // 503 { ok: false, reason: 'schema at version 0, …' }

@@ -12,12 +12,17 @@ import { DbSampler } from './db-sampler.js';
 import { InProcessMetrics } from './metrics-observer.js';
 
 /** What the in-flight gauge reads from a worker (a `Worker` is one). */
+/** What the metrics read from a worker (a {@link Worker} is one). */
 export interface WorkerLike {
+  /** the `worker` label */
   readonly id: string;
+  /** jobs it holds now */
   readonly inFlight: number;
+  /** `stopped` drops it from the metrics */
   readonly state: string;
 }
 
+/** Options for {@link createMetrics}. */
 export interface MetricsOptions {
   /** the database the jobs, queues and workers metrics are sampled from; without it only in-process metrics */
   storage?: Storage;
@@ -31,9 +36,15 @@ export interface MetricsOptions {
    * how often the database may be sampled: a sample is reused until it is `intervalMs` old
    * (default 15 s, at least 5 s), and only one process of the cluster samples; false: never
    */
-  sampling?: { intervalMs?: number; onError?: (e: unknown) => void } | false;
+  sampling?: {
+    /** the longest a sample is reused, in ms (default 15 s, at least 5 s) */
+    intervalMs?: number;
+    /** told when a sample fails (default: ignored; the next scrape tries again) */
+    onError?: (e: unknown) => void;
+  } | false;
 }
 
+/** leasehold's Prometheus metrics, from {@link createMetrics}. */
 export interface Metrics {
   /** the prom-client registry holding leasehold's metrics; merge it into yours with `Registry.merge` */
   readonly registry: Registry;
@@ -42,7 +53,7 @@ export interface Metrics {
   /** show this worker's jobs in flight (a worker made after the metrics) */
   track(worker: WorkerLike): void;
   /** The exposition text and its content type, as `/metrics` answers. */
-  scrape(): Promise<{ contentType: string; body: string }>;
+  scrape(): Promise<{ /** the `Content-Type` to answer with */ contentType: string; /** the metrics as text */ body: string }>;
   /** Give up the database sampler's lock (call at shutdown, after the workers stopped). */
   close(): Promise<void>;
 }
@@ -50,6 +61,7 @@ export interface Metrics {
 /**
  * Prometheus metrics for leasehold's workers and database.
  *
+ * @example
  * ```ts
  * const metrics = createMetrics({ storage });
  * const worker = new Worker({ storage, jobs, observers: [metrics.observer] });

@@ -10,8 +10,11 @@ import { Hono } from 'hono';
 import type { Health } from './health.js';
 import type { Metrics } from './metrics.js';
 
+/** What the observe endpoints answer from; a missing one's paths are not served. */
 export interface ObserveEndpoints {
+  /** answers `/metrics` (from `createMetrics`) */
   metrics?: Metrics | undefined;
+  /** answers `/healthz` and `/readyz` (from `createHealth`) */
   health?: Health | undefined;
 }
 
@@ -51,6 +54,7 @@ export function createObserveApp(ep: ObserveEndpoints): Hono {
   return app;
 }
 
+/** Options for {@link serveObserve}: the endpoints and where to listen. */
 export interface ServeObserveOptions extends ObserveEndpoints {
   /** 0 picks a free port (see `port` on the result) */
   port: number;
@@ -58,16 +62,22 @@ export interface ServeObserveOptions extends ObserveEndpoints {
   host?: string | undefined;
 }
 
+/** The server {@link serveObserve} started. */
 export interface RunningObserve {
+  /** its address, e.g. `http://127.0.0.1:9464/` */
   url: string;
+  /** the port it listens on (the one picked when `port` was 0) */
   port: number;
+  /** the underlying Node HTTP server */
   server: Server;
+  /** Stops listening; resolves once open connections have closed. */
   close(): Promise<void>;
 }
 
 /**
  * Serve `/metrics`, `/healthz` and `/readyz` on their own port; resolves once listening.
  *
+ * @example
  * ```ts
  * const running = await serveObserve({ port: 9464, metrics: createMetrics({ storage }), health: createHealth({ storage }) });
  * ```
