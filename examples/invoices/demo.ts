@@ -11,7 +11,7 @@
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pino } from 'pino';
-import { serveDashboard } from '../../src/dashboard/index.js';
+import { serveDashboard, withOperatorApi } from '../../src/dashboard/index.js';
 import { Worker, createClient, openStorage } from '../../src/index.js';
 import { jobs } from './handlers.js';
 
@@ -76,7 +76,7 @@ if (once || !ok) {
   console.log(`\nThe database is ${dbFile}. Look around with:\n  npx leasehold --db sqlite:${path.relative(process.cwd(), dbFile)} jobs list`);
 } else {
   const token = process.env.LEASEHOLD_DASHBOARD_TOKEN || undefined;
-  const dash = await serveDashboard({ client, port: Number(process.env.PORT ?? 8080), host: '127.0.0.1', token });
+  const dash = await serveDashboard({ client: withOperatorApi(client), port: Number(process.env.PORT ?? 8080), host: '127.0.0.1', token });
   console.log(`\ndashboard: ${dash.url}  (the dead invoice is under "Dead": retry it from its page)`);
   console.log(`CLI: npx leasehold --db sqlite:${path.relative(process.cwd(), dbFile)} jobs list`);
   console.log('the worker and the scheduler keep running; Ctrl-C to stop');

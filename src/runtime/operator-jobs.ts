@@ -44,3 +44,6 @@ export function cliOperator(): OperatorRef {
   const host = printable(hostname(), 100);
   return { actor: `cli:${printable(user, 90)}@${host}`, source: host };
 }
+
+/** Who a library call is, as its events record it: 'api', from this host. */
+export const API_OPERATOR: OperatorRef = { actor: 'api', source: printable(hostname(), 100) };

@@ -11,7 +11,8 @@ import { InvalidStateError, ValidationError } from '../../src/core/errors.js';
 import type { NewJob, Storage } from '../../src/core/storage.js';
 import { previewBulk, runBulk } from '../../src/runtime/bulk.js';
 import { LocalBus } from '../../src/runtime/env.js';
-import { cancelJob, retryJob } from '../../src/runtime/operator-jobs.js';
+import { createClient } from '../../src/runtime/client.js';
+import { API_OPERATOR, cancelJob, retryJob } from '../../src/runtime/operator-jobs.js';
 import { describeEachHarness } from './support.js';
 
 const BY = { actor: 'dashboard:ops', source: '127.0.0.1' };
@@ -118,5 +119,14 @@ await describeEachHarness('runtime bulk actions', (h) => {
     await assert.rejects(cancelJob(s, id!, BY), InvalidStateError);
     await retryJob(s, id!, { actor: 'cli:ops@host' });
     assert.deepEqual((await s.jobs.events({ jobId: id! })).map((e) => [e.kind, e.actor, e.source]), [['cancelled', BY.actor, BY.source], ['retried', 'cli:ops@host', null]]);
+  });
+
+  it("the client's retryNow / cancel are recorded as the API from this host, or as whom the caller names", async () => {
+    const s = h().storage;
+    const client = createClient({ storage: s });
+    const [id] = await insert(s, uniq('api'), 1);
+    await client.cancel(id!);
+    await client.retryNow(id!, { actor: 'app:billing', source: 'worker-7' });
+    assert.deepEqual((await s.jobs.events({ jobId: id! })).map((e) => [e.kind, e.actor, e.source]), [['cancelled', 'api', API_OPERATOR.source], ['retried', 'app:billing', 'worker-7']]);
   });
 });
