@@ -101,14 +101,14 @@
  *
  * @experimental the contract may change before 1.0 without a major version.
  */
-import type { AcquireLockParams, FireScheduleParams, FireScheduleResult, LockGrant, LockRow, ScheduledJob, ScheduleRow, ScheduleUpsert } from './schedules.js';
+import type { FireScheduleParams, FireScheduleResult, ScheduledJob, ScheduleRow, ScheduleUpsert } from './schedules.js';
 import type { AttemptOutcomeCount, AttemptRow, ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult } from './storage-jobs.js';
-import type { InsertResult, JobCount, JobQuery, JobRow, NewJob, PruneParams } from './storage-jobs.js';
-import type { AlertStateRow, AlertTransition, EffectParams, EffectRecord, EffectReservation, EffectRow, MigrateResult, QueueHealth, QueueState, WorkerInfo, WorkerRow } from './storage-rows.js';
-import type { PrunableQuery, StorageFacts } from './storage-diagnostics.js';
-import type { JobSearch, JobSearchPage, JobSummary, JobSummaryQuery, MatchCount, MatchCountQuery } from './search.js';
+import type { InsertResult, JobQuery, JobRow, NewJob, PruneParams } from './storage-jobs.js';
+import type { EffectParams, EffectRecord, EffectReservation, EffectRow, MigrateResult } from './storage-rows.js';
+import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from './search.js';
 import type { AttemptSeries, AttemptSeriesQuery } from './charts.js';
 import type { BulkBatch, BulkBatchResult, BulkRange, JobEvent, OperatorChange } from './storage-events.js';
+import type { AlertStore, DiagnosticsStore, LockStore, QueueStore, WorkerStore } from './storage-cluster.js';
 
 // the rows, params and results live in ./storage-jobs.ts and ./storage-rows.ts; re-exported
 // here so the contract keeps one import path for adapters, runtime and users
@@ -119,7 +119,9 @@ export type * from './storage-diagnostics.js';
 export type { JobFilter, JobSearch, JobSearchPage, JobSummary, JobSummaryQuery, MatchCount, MatchCountQuery, StatusTotal } from './search.js';
 export type { AttemptSeries, AttemptSeriesQuery, BucketCount } from './charts.js';
 export type * from './storage-events.js';
+export type * from './storage-cluster.js';
 
+/** What a storage can do; code branches on these, never on the dialect. */
 export interface Capabilities {
   /** several processes may use the same database at once */
   readonly multiProcess: boolean;
@@ -133,16 +135,18 @@ export interface Capabilities {
 export interface JobStore {
   /** Insert in one transaction; a duplicate idempotency key returns the existing row. */
   insert(params: { jobs: readonly NewJob[]; tx?: unknown }): Promise<InsertResult[]>;
+  /** One job by id, or null. */
   get(params: { id: string }): Promise<JobRow | null>;
+  /** A page of jobs matching the query. */
   list(params: JobQuery): Promise<JobRow[]>;
   /** One page of the jobs matching a filter, newest first, with the cursors of the pages either side. */
   search(params: JobSearch): Promise<JobSearchPage>;
   /** How many jobs match a filter: exact up to `cap`, then estimated or capped. */
   countMatching(params: MatchCountQuery): Promise<MatchCount>;
   /** Admin "retry now": queued/failed/dead/cancelled → queued, due now, attempts reset; recorded when an actor is given. */
-  retry(params: OperatorChange): Promise<{ job: JobRow | null; applied: boolean }>;
+  retry(params: OperatorChange): Promise<{ /** the job after the change (null: no such job) */ job: JobRow | null; /** false when its status did not allow it */ applied: boolean }>;
   /** Admin cancel: queued/failed/running → cancelled; a running job loses its lease; recorded when an actor is given. */
-  cancel(params: OperatorChange): Promise<{ job: JobRow | null; applied: boolean }>;
+  cancel(params: OperatorChange): Promise<{ /** the job after the change (null: no such job) */ job: JobRow | null; /** false when its status did not allow it */ applied: boolean }>;
   /** Delete finished jobs (and their attempts and events) past retention; returns how many. */
   prune(params: PruneParams): Promise<number>;
   /** A job's operator events, oldest first. */
@@ -177,6 +181,7 @@ export interface AttemptStore {
 
 /** The effect ledger behind `ctx.once`. */
 export interface EffectStore {
+  /** Claim an effect's key for this attempt, or answer its recorded result when it was done before. */
   reserve(params: EffectParams): Promise<EffectReservation>;
   /** Mark done with its result; false when the lease (or the reservation) is gone. */
   complete(params: EffectRecord): Promise<boolean>;
@@ -188,6 +193,7 @@ export interface EffectStore {
   get(params: { key: string }): Promise<EffectRow | null>;
   /** Newest first. */
   list(params: { jobId?: string; limit: number }): Promise<EffectRow[]>;
+  /** How many effects the ledger holds. */
   count(): Promise<number>;
 }
 
@@ -196,7 +202,8 @@ export interface ScheduleStore {
   /** Insert or change schedules by name in one transaction; returns them as stored. */
   upsert(params: { items: readonly ScheduleUpsert[] }): Promise<ScheduleRow[]>;
   /** Upsert the code-declared set and delete code-declared schedules not in it, in one transaction. */
-  sync(params: { items: readonly ScheduleUpsert[] }): Promise<{ schedules: ScheduleRow[]; removed: string[] }>;
+  sync(params: { items: readonly ScheduleUpsert[] }): Promise<{ /** the schedules as written */ schedules: ScheduleRow[]; /** names deleted */ removed: string[] }>;
+  /** One schedule by name, or null. */
   get(params: { name: string }): Promise<ScheduleRow | null>;
   /** By name. */
   list(): Promise<ScheduleRow[]>;
@@ -212,70 +219,34 @@ export interface ScheduleStore {
   runNow(params: { name: string; job: ScheduledJob }): Promise<JobRow | null>;
 }
 
-/** Distributed locks and semaphores (semantics in the header of ./schedules.ts). */
-export interface LockStore {
-  acquire(params: AcquireLockParams): Promise<LockGrant | null>;
-  extend(params: { name: string; token: string; ttlMs: number }): Promise<boolean>;
-  release(params: { name: string; token: string }): Promise<boolean>;
-  list(params?: { name?: string }): Promise<LockRow[]>;
-}
-
-/** Worker processes and their heartbeats. */
-export interface WorkerStore {
-  register(params: WorkerInfo): Promise<void>;
-  heartbeat(params: { id: string }): Promise<void>;
-  remove(params: { id: string }): Promise<void>;
-  /** Oldest registration first. */
-  list(): Promise<WorkerRow[]>;
-  /** Forget workers silent for longer than this; returns how many. */
-  prune(params: { silentForMs: number }): Promise<number>;
-}
-
-/** What the queues hold. */
-export interface QueueStore {
-  /** Jobs by queue, type and status. */
-  counts(): Promise<JobCount[]>;
-  /** The overview's counts, bounded: each status exact up to `cap`, the exact ones by queue and type. */
-  summary(params?: JobSummaryQuery): Promise<JobSummary>;
-  /** Per queue holding due or running jobs: due, running, age of the oldest due job. */
-  health(): Promise<QueueHealth[]>;
-  /** Stop claims from this queue, cluster-wide (running jobs finish; enqueues go on). */
-  pause(params: { queue: string }): Promise<QueueState>;
-  /** Claims from this queue again; wakes listening workers where the database pushes wake-ups. */
-  resume(params: { queue: string }): Promise<QueueState>;
-  /** Every queue ever paused or resumed, by name. */
-  states(): Promise<QueueState[]>;
-}
-
-/** Alert rules' state, moved by compare-and-set so one transition notifies once. */
-export interface AlertStore {
-  /** By rule name. */
-  list(): Promise<AlertStateRow[]>;
-  /** The row as moved (episode + 1, since = now), or null when another evaluator moved it first. */
-  transition(params: AlertTransition): Promise<AlertStateRow | null>;
-}
-
-/** What `leasehold doctor` and `leasehold prune --dry-run` ask of the database; reads only. */
-export interface DiagnosticsStore {
-  /** Indexes present vs the migrations', table sizes, and the settings a guarantee depends on. */
-  inspect(): Promise<StorageFacts>;
-  /** How many jobs `jobs.prune` with these statuses and age would delete (no limit); deletes nothing. */
-  prunable(params: PrunableQuery): Promise<number>;
-}
-
+/**
+ * A database leasehold keeps its jobs in, from an adapter (`leasehold/sqlite`, `/postgres`,
+ * `/mysql`, `/memory`) or `openStorage(url)`: one store per aggregate, each a few guarded writes.
+ */
 export interface Storage {
   /** for messages and logs only; code checks `capabilities`, never the dialect */
   readonly dialect: string;
+  /** what this storage can do */
   readonly capabilities: Capabilities;
+  /** the job rows */
   readonly jobs: JobStore;
+  /** claims, renewals and finishes of running jobs */
   readonly leases: LeaseStore;
+  /** each job's attempt history */
   readonly attempts: AttemptStore;
+  /** the effect ledger behind `ctx.once` */
   readonly effects: EffectStore;
+  /** cron and interval schedules */
   readonly schedules: ScheduleStore;
+  /** distributed locks and semaphores */
   readonly locks: LockStore;
+  /** worker processes and their heartbeats */
   readonly workers: WorkerStore;
+  /** per-queue counts, health, pause and resume */
   readonly queues: QueueStore;
+  /** alert rules' states */
   readonly alerts: AlertStore;
+  /** read-only facts for `leasehold doctor` */
   readonly diagnostics: DiagnosticsStore;
 
   /** Apply pending migrations; safe when several processes call it at once. */
@@ -284,6 +255,7 @@ export interface Storage {
   schemaVersion(): Promise<number>;
   /** The version this code's migrations bring the schema to: `schemaVersion()` once `migrate()` ran. */
   readonly expectedSchemaVersion: number;
+  /** Close its connections; the storage is unusable after. */
   close(): Promise<void>;
   /** The database's clock. */
   now(): Promise<Date>;
