@@ -13,18 +13,29 @@ export type AggregateClasses<D> = { readonly [K in AggregateName]: new (db: D) =
 
 /** The base of every adapter's Storage: its aggregates, typed as the adapter's own classes. */
 export abstract class AggregateStorage<D, C extends AggregateClasses<D>> {
+  /** the job rows */
   declare readonly jobs: InstanceType<C['jobs']>;
+  /** claims, renewals and finishes of running jobs */
   declare readonly leases: InstanceType<C['leases']>;
+  /** each job's attempt history */
   declare readonly attempts: InstanceType<C['attempts']>;
+  /** the effect ledger behind `ctx.once` */
   declare readonly effects: InstanceType<C['effects']>;
+  /** cron and interval schedules */
   declare readonly schedules: InstanceType<C['schedules']>;
+  /** distributed locks and semaphores */
   declare readonly locks: InstanceType<C['locks']>;
+  /** worker processes and their heartbeats */
   declare readonly workers: InstanceType<C['workers']>;
+  /** per-queue counts, health, pause and resume */
   declare readonly queues: InstanceType<C['queues']>;
+  /** alert rules' states */
   declare readonly alerts: InstanceType<C['alerts']>;
+  /** read-only facts for `leasehold doctor` */
   declare readonly diagnostics: InstanceType<C['diagnostics']>;
 
   protected constructor(
+    /** @internal the adapter's database handle */
     protected readonly db: D,
     classes: C,
   ) {

@@ -17,6 +17,7 @@ import { MemoryQueues } from './queues.js';
 import { MemorySchedules } from './schedules.js';
 import { MemoryWorkers } from './workers.js';
 
+/** Options for {@link memoryStorage}. */
 export interface MemoryStorageOptions {
   /** the "database clock", epoch milliseconds; default Date.now */
   clock?: () => number;
@@ -59,6 +60,7 @@ export class MemoryStorage extends AggregateStorage<MemoryDb, typeof MEMORY_AGGR
   }
 }
 
+/** An in-process storage for tests and demos: one process only, nothing persists. */
 export function memoryStorage(opts?: MemoryStorageOptions): MemoryStorage {
   return new MemoryStorage(opts);
 }

@@ -27,6 +27,7 @@ import { MysqlWorkers } from './workers.js';
 export { classifyMysqlError, type MysqlErrorKind } from './db.js';
 export { MIGRATIONS, SCHEMA_VERSION, checkServerVersion, parseServerVersion, type Migration, type MysqlServerInfo } from './migrations.js';
 
+/** Options for {@link mysqlStorage}: a URI or your own pool. */
 export interface MysqlStorageOptions {
   /** mysql://user:pass@host:port/database */
   uri?: string;
@@ -51,6 +52,7 @@ export class MysqlStorage extends AggregateStorage<Db, typeof MYSQL_AGGREGATES> 
   readonly dialect = 'mysql';
   readonly expectedSchemaVersion = SCHEMA_VERSION;
   readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: false };
+  /** prefix of every table and index name */
   readonly tablePrefix: string;
   private readonly ownPool: mysql.Pool | null;
   private closed = false;

@@ -35,6 +35,7 @@ export { NOTIFY_CHANNEL, PgListener } from './listener.js';
 export { MIGRATIONS, SCHEMA_VERSION, type Migration } from './migrations.js';
 export { quoteSchema } from './sql.js';
 
+/** Options for {@link postgresStorage}: a connection string or your own pool, and the schema. */
 export interface PostgresStorageOptions {
   /** e.g. postgres://user@host:5432/db; ignored when `pool` is given */
   connectionString?: string;
@@ -95,7 +96,9 @@ export class PostgresStorage extends AggregateStorage<Db, typeof POSTGRES_AGGREG
   readonly dialect = 'postgres';
   readonly expectedSchemaVersion = SCHEMA_VERSION;
   readonly capabilities: Capabilities;
+  /** the schema leasehold's tables live in */
   readonly schema: string;
+  /** the connection pool it uses (yours when given) */
   readonly pool: pg.Pool;
   private readonly ownsPool: boolean;
   private closing: Promise<void> | null = null;

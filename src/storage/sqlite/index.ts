@@ -28,6 +28,7 @@ export { SQLITE_DRIVERS } from './driver.js';
 export type { SqliteDriverName } from './driver.js';
 export { MIGRATIONS, SCHEMA_VERSION, type Migration } from './migrations.js';
 
+/** Options for {@link sqliteStorage}. */
 export interface SqliteStorageOptions {
   /** database file; ':memory:' works for a single connection but cannot be shared */
   path: string;
@@ -76,6 +77,15 @@ export class SqliteStorage extends AggregateStorage<SqliteDb, typeof SQLITE_AGGR
   }
 }
 
+/**
+ * A storage in a SQLite file, shared by the processes of one machine; call `migrate()` before first use.
+ *
+ * @example
+ * ```ts
+ * const storage = sqliteStorage({ path: 'app.db' });
+ * await storage.migrate();
+ * ```
+ */
 export function sqliteStorage(opts: SqliteStorageOptions): SqliteStorage {
   return new SqliteStorage(opts);
 }
