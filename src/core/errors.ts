@@ -45,28 +45,35 @@ export class ValidationError extends LeaseholdError {}
 
 /** The job type is not one this client or worker knows. */
 export class UnknownJobTypeError extends ValidationError {
-  constructor(/** the type asked for */ readonly jobType: string, known: readonly string[]) {
+  /** @param jobType the type asked for */
+  constructor(readonly jobType: string, known: readonly string[]) {
     super('UNKNOWN_JOB_TYPE', `unknown job type "${jobType}"; known types: ${known.join(', ') || '(none)'}`);
   }
 }
 
 /** No job has this id (it never existed, or retention deleted it). */
 export class JobNotFoundError extends LeaseholdError {
-  constructor(/** the id asked for */ readonly jobId: string) {
+  /** @param jobId the id asked for */
+  constructor(readonly jobId: string) {
     super('JOB_NOT_FOUND', `job ${jobId} not found`);
   }
 }
 
 /** An admin operation was asked of a job in a state that does not allow it. */
 export class InvalidStateError extends LeaseholdError {
-  constructor(/** the job asked about */ readonly jobId: string, /** its status when asked */ readonly status: string, action: string) {
+  /**
+   * @param jobId the job asked about
+   * @param status its status when asked
+   */
+  constructor(readonly jobId: string, readonly status: string, action: string) {
     super('INVALID_STATE', `cannot ${action} job ${jobId}: it is ${status}`);
   }
 }
 
 /** A fenced write changed nothing: another worker (or an operator) owns the job now. */
 export class LeaseLostError extends LeaseholdError {
-  constructor(/** the job whose lease was lost */ readonly jobId: string, what: string) {
+  /** @param jobId the job whose lease was lost */
+  constructor(readonly jobId: string, what: string) {
     super('LEASE_LOST', `lease on job ${jobId} lost; ${what} rejected`);
   }
 }
