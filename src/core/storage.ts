@@ -144,9 +144,19 @@ export interface JobStore {
   /** How many jobs match a filter: exact up to `cap`, then estimated or capped. */
   countMatching(params: MatchCountQuery): Promise<MatchCount>;
   /** Admin "retry now": queued/failed/dead/cancelled → queued, due now, attempts reset; recorded when an actor is given. */
-  retry(params: OperatorChange): Promise<{ /** the job after the change (null: no such job) */ job: JobRow | null; /** false when its status did not allow it */ applied: boolean }>;
+  retry(params: OperatorChange): Promise<{
+    /** the job after the change (null: no such job) */
+    job: JobRow | null;
+    /** false when its status did not allow it */
+    applied: boolean;
+  }>;
   /** Admin cancel: queued/failed/running → cancelled; a running job loses its lease; recorded when an actor is given. */
-  cancel(params: OperatorChange): Promise<{ /** the job after the change (null: no such job) */ job: JobRow | null; /** false when its status did not allow it */ applied: boolean }>;
+  cancel(params: OperatorChange): Promise<{
+    /** the job after the change (null: no such job) */
+    job: JobRow | null;
+    /** false when its status did not allow it */
+    applied: boolean;
+  }>;
   /** Delete finished jobs (and their attempts and events) past retention; returns how many. */
   prune(params: PruneParams): Promise<number>;
   /** A job's operator events, oldest first. */
@@ -202,7 +212,12 @@ export interface ScheduleStore {
   /** Insert or change schedules by name in one transaction; returns them as stored. */
   upsert(params: { items: readonly ScheduleUpsert[] }): Promise<ScheduleRow[]>;
   /** Upsert the code-declared set and delete code-declared schedules not in it, in one transaction. */
-  sync(params: { items: readonly ScheduleUpsert[] }): Promise<{ /** the schedules as written */ schedules: ScheduleRow[]; /** names deleted */ removed: string[] }>;
+  sync(params: { items: readonly ScheduleUpsert[] }): Promise<{
+    /** the schedules as written */
+    schedules: ScheduleRow[];
+    /** names deleted */
+    removed: string[];
+  }>;
   /** One schedule by name, or null. */
   get(params: { name: string }): Promise<ScheduleRow | null>;
   /** By name. */

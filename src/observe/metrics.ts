@@ -53,7 +53,12 @@ export interface Metrics {
   /** show this worker's jobs in flight (a worker made after the metrics) */
   track(worker: WorkerLike): void;
   /** The exposition text and its content type, as `/metrics` answers. */
-  scrape(): Promise<{ /** the `Content-Type` to answer with */ contentType: string; /** the metrics as text */ body: string }>;
+  scrape(): Promise<{
+    /** the `Content-Type` to answer with */
+    contentType: string;
+    /** the metrics as text */
+    body: string;
+  }>;
   /** Give up the database sampler's lock (call at shutdown, after the workers stopped). */
   close(): Promise<void>;
 }

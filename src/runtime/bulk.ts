@@ -83,7 +83,12 @@ function positive(name: string, v: number | undefined, fallback: number, most: n
  * max): past it `exact` is false. A filter the batches read is counted range by range, exactly;
  * any other by jobs.countMatching per status the action takes (estimated past its cap).
  */
-export async function previewBulk(storage: Storage, req: BulkRequest, cap: number = DEFAULT_BULK.max): Promise<{ /** matching jobs, up to `cap` */ count: number; /** false when the count stopped at `cap` */ exact: boolean }> {
+export async function previewBulk(storage: Storage, req: BulkRequest, cap: number = DEFAULT_BULK.max): Promise<{
+  /** matching jobs, up to `cap` */
+  count: number;
+  /** false when the count stopped at `cap` */
+  exact: boolean;
+}> {
   positive('cap', cap, cap, Number.MAX_SAFE_INTEGER);
   if (!readsItself(req.filter)) return countMatching(storage, req, cap);
   checkBulkRange({ ...req, filter: req.filter, afterId: null, throughId: '1' });
