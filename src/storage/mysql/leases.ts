@@ -39,32 +39,33 @@ export function leasesSql(t: Tables) {
       ${scan('queued', queues)} UNION ALL ${scan('failed', queues)}`,
     claimUpdate: `-- leasehold claimJobs: lease the locked rows (own token each, deadline, one more attempt)
       UPDATE JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$[0]', token VARCHAR(64) PATH '$[1]')) AS v
-        STRAIGHT_JOIN ${t.jobs} j ON j.id = v.id
+        STRAIGHT_JOIN ${t.jobs} j FORCE INDEX (PRIMARY) ON j.id = v.id
       SET j.status = 'running', j.locked_by = ?, j.lease_token = v.token,
         j.locked_until = CAST(? AS DATETIME(6)) + INTERVAL ? MICROSECOND, j.heartbeat_at = CAST(? AS DATETIME(6)),
         j.started_at = CAST(? AS DATETIME(6)), j.attempts = j.attempts + 1, j.updated_at = CAST(? AS DATETIME(6))`,
     heartbeat: `-- leasehold heartbeat: extend the leases still held (id + token + running)
-      UPDATE ${t.jobs} SET locked_until = ${NOW} + INTERVAL ? MICROSECOND, heartbeat_at = ${NOW}, updated_at = ${NOW}
+      UPDATE ${t.jobs} FORCE INDEX (PRIMARY) SET locked_until = ${NOW} + INTERVAL ? MICROSECOND, heartbeat_at = ${NOW}, updated_at = ${NOW}
       WHERE id IN (?) AND (id, lease_token) IN (?) AND status = 'running'`,
     leaseState: `-- leasehold heartbeat: status and token of jobs whose lease may be lost
       SELECT id, status, lease_token FROM ${t.jobs} WHERE id IN (?)`,
     expiredLeases: (byType: boolean): string => `-- leasehold findExpiredLeases: running jobs whose lease expired${byType ? ' of these types' : ''}, oldest deadline first
       SELECT id, type, lease_token, locked_by, attempts, max_attempts FROM ${t.jobs} FORCE INDEX (${t.jobs}_sweep)
       WHERE status = 'running' AND locked_until < ${NOW}${byType ? ' AND type IN (?)' : ''} ORDER BY locked_until, id LIMIT ?`,
-    // in id order, as every finisher locks them (no deadlock between batches); `db_now` is the
-    // finish's time, written as the job's and the attempt's finished_at
+    // in id order (the JSON array's, sorted), as every finisher locks them (no deadlock between
+    // batches); by primary key, as MariaDB turns an IN of 1000+ ids into a join that locks every
+    // row it scans; `db_now` is the finish's time, written as the job's and the attempt's finished_at
     finishLock: `-- leasehold finishJobs: lock the batch's jobs in id order and read their lease and running attempt
-      SELECT id, lease_token, status, locked_until < ${NOW} AS expired, locked_by, attempts, started_at, run_at, ${NOW} AS db_now
-      FROM ${t.jobs} WHERE id IN (?) ORDER BY id FOR UPDATE`,
+      SELECT j.id, j.lease_token, j.status, j.locked_until < ${NOW} AS expired, j.locked_by, j.attempts, j.started_at, j.run_at, ${NOW} AS db_now
+      FROM JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS v STRAIGHT_JOIN ${t.jobs} j FORCE INDEX (PRIMARY) ON j.id = v.id FOR UPDATE`,
     finishGroup: `-- leasehold finishJobs: fenced finish of jobs ending the same way (id + lease_token + running), at the finish's now
-      UPDATE ${t.jobs} SET status = ?, locked_by = NULL, lease_token = NULL, locked_until = NULL,
+      UPDATE ${t.jobs} FORCE INDEX (PRIMARY) SET status = ?, locked_by = NULL, lease_token = NULL, locked_until = NULL,
         finished_at = IF(? = 1, CAST(? AS DATETIME(6)), NULL), updated_at = CAST(? AS DATETIME(6)),
         run_at = COALESCE(CAST(? AS DATETIME(6)) + INTERVAL ? MICROSECOND, run_at),
         attempts = IF(? = 1, GREATEST(attempts - 1, 0), attempts),
         last_error_code = IF(? = 1, ?, last_error_code), last_error = IF(? = 1, ?, last_error)
       WHERE id IN (?) AND (id, lease_token) IN (?) AND status = 'running' AND (? = 0 OR locked_until < ${NOW})`,
     finishJobs: `-- leasehold finishJobs: fenced finish of jobs ending in different ways (id + lease_token + running), at the finish's now
-      UPDATE ${FINISH_ITEMS} STRAIGHT_JOIN ${t.jobs} j ON j.id = v.id
+      UPDATE ${FINISH_ITEMS} STRAIGHT_JOIN ${t.jobs} j FORCE INDEX (PRIMARY) ON j.id = v.id
       SET j.status = v.status, j.locked_by = NULL, j.lease_token = NULL, j.locked_until = NULL,
         j.finished_at = IF(v.terminal = 1, CAST(? AS DATETIME(6)), NULL), j.updated_at = CAST(? AS DATETIME(6)),
         j.run_at = IF(v.run_after IS NULL, j.run_at, CAST(? AS DATETIME(6)) + INTERVAL v.run_after MICROSECOND),
@@ -231,7 +232,8 @@ async function finishOn(c: Queryable, sql: LeasesSql, items: readonly FinishPara
     return id !== null && id <= MAX_ID && f.leaseToken.length <= MAX_TOKEN ? [landingOf(i, id, f)] : [];
   });
   if (candidates.length === 0) return results;
-  const rows = await run(c, sql.finishLock, [[...new Set(candidates.map((l) => l.id))]]);
+  const ids = [...new Set(candidates.map((l) => l.id))].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+  const rows = await run(c, sql.finishLock, [JSON.stringify(ids.map(String))]);
   const state = new Map(rows.map((r) => [BigInt(String(r.id)), r]));
   const landing = candidates.filter((l) => {
     const r = state.get(l.id);
