@@ -11,6 +11,7 @@ import type { TestApp } from './test-app.js';
 /** Some of a payload's fields, at any depth (arrays whole). */
 export type PayloadFields<P> = P extends readonly unknown[] ? P : P extends object ? { [K in keyof P]?: PayloadFields<P[K]> } : P;
 
+/** Options for `expectEnqueued`. */
 export interface ExpectEnqueuedOptions {
   /** exactly this many jobs match (default: at least one) */
   count?: number;

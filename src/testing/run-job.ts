@@ -21,6 +21,7 @@ import type { Logger } from '../runtime/env.js';
 import type { JobContext, JobDefinition } from '../runtime/job-definition.js';
 import { validateWithSchema } from '../runtime/job-definition.js';
 
+/** Options for `runJob`: the context the handler runs in. */
 export interface RunJobOptions {
   /** which attempt this is, 1-based (default 1): with the job's maxAttempts it decides failed or dead */
   attempt?: number;
@@ -57,7 +58,14 @@ export interface JobRun {
   /** calls of `ctx.heartbeat()` */
   heartbeats: number;
   /** every `ctx.once(key, fn)` call in order: whether `fn` ran, and the result returned */
-  once: { key: string; ran: boolean; result: unknown }[];
+  once: {
+    /** the effect's key */
+    key: string;
+    /** false when a recorded result was returned instead */
+    ran: boolean;
+    /** what `ctx.once` returned */
+    result: unknown;
+  }[];
   /** every effect recorded after this attempt, by key: pass it as `effects` to run the retry */
   effects: Record<string, unknown>;
   /** the `tx` of each `ctx.succeedInTransaction(tx)` call */

@@ -23,6 +23,7 @@ export interface TestClock {
   set(to: Date | number): void;
 }
 
+/** Options for `createTestApp`. */
 export interface TestAppOptions<J extends JobList> {
   /** the app's job definitions: the client's and the worker's list */
   jobs: J;
@@ -36,6 +37,7 @@ export interface TestAppOptions<J extends JobList> {
   worker?: Omit<WorkerOptions, 'storage' | 'jobs' | 'schedules' | 'logger'>;
 }
 
+/** Options for {@link TestApp.runUntilIdle}. */
 export interface RunUntilIdleOptions {
   /** move the clock to a failed job's next attempt and run it (default true); false leaves retries waiting */
   skipBackoff?: boolean;
@@ -53,6 +55,7 @@ export interface IdleReport {
   outcomes: Record<string, number>;
 }
 
+/** A client and the real worker on the memory storage, with a clock the test moves; from `createTestApp`. */
 export interface TestApp<J extends JobList = JobList> {
   /** the job definitions it was made with */
   readonly jobs: J;
