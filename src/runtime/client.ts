@@ -161,7 +161,12 @@ export class Client<const J extends JobList = any> {
    *
    * @returns the schedules written and the names removed
    */
-  async syncSchedules(inputs: readonly ScheduleFor<J>[]): Promise<{ /** the schedules as written */ schedules: ScheduleRow[]; /** names removed */ removed: string[] }> {
+  async syncSchedules(inputs: readonly ScheduleFor<J>[]): Promise<{
+    /** the schedules as written */
+    schedules: ScheduleRow[];
+    /** names of declared schedules removed */
+    removed: string[];
+  }> {
     const checked: ScheduleInput[] = [];
     for (const input of inputs) checked.push(await checkSchedule(this.registry, input));
     return syncSchedules(this.storage, checked);
