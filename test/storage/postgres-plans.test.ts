@@ -83,8 +83,8 @@ describe('postgres plans of the hot statements', { skip: url === null }, () => {
     await c.query(`INSERT INTO ${q}.jobs (queue, type, payload, status, priority, run_at, max_attempts, timeout_ms, max_runtime_ms, finished_at)
       SELECT 'default', 'bulk', '{}'::json, 'succeeded', 0, now() - interval '1 hour', 3, 60000, 600000, now() - interval '30 minutes'
       FROM generate_series(1, 20000)`);
-    await c.query(`INSERT INTO ${q}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome)
-      SELECT id, 1, 'w', 't' || id, finished_at, finished_at, 0, 'succeeded' FROM ${q}.jobs`);
+    await c.query(`INSERT INTO ${q}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, wait_ms, outcome)
+      SELECT id, 1, 'w', 't' || id, finished_at, finished_at, 0, 0, 'succeeded' FROM ${q}.jobs`);
     await s.jobs.insert({ jobs: Array.from({ length: 50 }, () => job('bulk')) });
     await s.leases.claim({ workerId: 'w', types: ['bulk'], queues: null, limit: 10, leaseMs: 30_000 });
     await c.query(`ANALYZE ${q}.jobs; ANALYZE ${q}.job_attempts`);
@@ -142,13 +142,13 @@ describe('postgres plans of the hot statements', { skip: url === null }, () => {
     for (let round = 0; round < 7; round++) {
       reset();
       assert.equal((await s.leases.claim({ workerId: 'w', types: ['lim'], queues: null, limit: 5, leaseMs: 30_000, flow })).length, 5);
-      const candidates = plans(/due jobs of the type in unpaused queues/);
+      const candidates = plans(/due jobs of the group in unpaused queues/);
       assert.ok(candidates.length >= 1);
       for (const plan of candidates) {
         assert.match(plan, /Index Scan using jobs_due_idx/, plan);
         assert.doesNotMatch(plan, /Seq Scan|JIT|Sort Method: \w+\s+Memory: \d{4,}kB/, plan);
       }
-      const running = one(plans(/running jobs per concurrency key/), 'running count');
+      const running = one(plans(/running jobs of these types or in these queues by type, queue and concurrency key/), 'running count');
       assert.match(running, /jobs_running_lease_idx/, running);
       assert.doesNotMatch(running, /Seq Scan|JIT/, running);
       for (const plan of plans(/stored token buckets|lease the jobs the flow plan picked/)) noFullScans(plan);
