@@ -8,90 +8,12 @@
  */
 import { ValidationError } from './errors.js';
 import { validateName } from './job-input.js';
-import type { AlertStateRow, AlertTransition, AttemptOutcomeCount, QueueHealth } from './storage.js';
+import type { AlertStateRow, AlertTransition } from './storage.js';
 import type { AttemptOutcome } from './status.js';
 
-export const ALERT_KINDS = ['failureRate', 'deadJobs', 'stuckQueue', 'unhandled'] as const;
-export type AlertKind = (typeof ALERT_KINDS)[number];
-
-/** The job type that delivers webhook notifications; rules without a `type` leave it out, so a failing receiver does not feed an alert of its own. */
-export const ALERT_WEBHOOK_TYPE = 'leasehold.alert.webhook';
-
-interface RuleBase {
-  /** the rule's row and its notifications' key (default: its kind and target, e.g. `failure-rate:type:email`) */
-  name?: string;
-  /** the condition must hold this long before the rule fires (default 0: at the first evaluation) */
-  forMs?: number;
-  /** once firing, the condition must be clear this long before the rule resolves (default 0) */
-  keepFiringForMs?: number;
-}
-
-/** A rule as written in code or a config file. */
-export type AlertRule =
-  /** failed / (failed + succeeded) attempts over the window above a ratio (0 ≤ above < 1), once there were minAttempts (default 5) */
-  | (RuleBase & { kind: 'failureRate'; type?: string; queue?: string; windowMs: number; above: number; minAttempts?: number })
-  /** more than `above` (default 0) attempts ended their job as dead within the window */
-  | (RuleBase & { kind: 'deadJobs'; type?: string; queue?: string; windowMs: number; above?: number })
-  /** the oldest due job of the queue (of any queue when none is named) has waited longer than maxAgeMs */
-  | (RuleBase & { kind: 'stuckQueue'; queue?: string; maxAgeMs: number })
-  /** due jobs that no live worker has a handler for (its type, in its queue) */
-  | (RuleBase & { kind: 'unhandled'; type?: string; queue?: string });
-
-/** A rule checked and defaulted (normalizeAlertRules). */
-export interface AlertRuleSpec {
-  name: string;
-  kind: AlertKind;
-  type: string | null;
-  queue: string | null;
-  /** failureRate, deadJobs: the window counted back from now */
-  windowMs: number | null;
-  /** failureRate: a ratio; deadJobs: a count */
-  above: number;
-  minAttempts: number;
-  /** stuckQueue */
-  maxAgeMs: number | null;
-  forMs: number;
-  keepFiringForMs: number;
-}
-
-/** What one evaluation measured, with the database's clock. */
-export interface AlertMeasurements {
-  nowMs: number;
-  /** ended attempts by window length (one `attempts.outcomes` per distinct window) */
-  outcomes: ReadonlyMap<number, readonly AttemptOutcomeCount[]>;
-  health: readonly QueueHealth[];
-  /** due jobs by (type, queue) that no live worker handles */
-  unhandled: readonly { type: string; queue: string; due: number }[];
-}
-
-/** Per rule, remembered by one evaluator between evaluations for forMs / keepFiringForMs. */
-export interface AlertMemo {
-  heldSince: number | null;
-  clearSince: number | null;
-}
-
-export interface AlertCheck {
-  rule: AlertRuleSpec;
-  /** the rule may fire */
-  holds: boolean;
-  /** a firing rule may resolve: not holding, except that a failure rate needs no minAttempts to keep firing */
-  clears: boolean;
-  value: number | null;
-}
-
-/** What one notification says: the same for every delivery of it. */
-export interface AlertNotification {
-  /** `<rule>#<episode>`: receivers may drop a repeat delivery by it */
-  id: string;
-  rule: string;
-  kind: AlertKind;
-  state: 'firing' | 'resolved';
-  value: number | null;
-  /** when this state began (ISO 8601, database clock) */
-  since: string;
-  episode: number;
-  summary: string;
-}
+export * from './alert-rules.js';
+import { ALERT_KINDS, ALERT_WEBHOOK_TYPE } from './alert-rules.js';
+import type { AlertCheck, AlertKind, AlertMeasurements, AlertMemo, AlertNotification, AlertRule, AlertRuleSpec } from './alert-rules.js';
 
 const SLUG: Record<AlertKind, string> = { failureRate: 'failure-rate', deadJobs: 'dead', stuckQueue: 'stuck', unhandled: 'unhandled' };
 /** outcomes counted as failed attempts; succeeded ones count as well, everything else (snoozed, handed back, cancelled) neither */
