@@ -60,8 +60,7 @@ export function createPool(uri: string, size: number, idleTxMs: number): mysql.P
   return pool;
 }
 
-// ---- what an error means -------------------------------------------------------------------
-
+/** What a MySQL error means for a retry: a lock conflict, a lost connection, or anything else. */
 export type MysqlErrorKind = 'lock' | 'connection' | 'other';
 
 const LOCK_ERRNOS = new Set([1213, 1205, 1467]);
@@ -75,6 +74,7 @@ const CONNECTION_CODES = new Set([
 /** mysql2 reports a query on an already-closed connection with no code, only this message */
 const CLOSED = /connection is in closed state/i;
 
+/** Sorts a mysql2 error into a {@link MysqlErrorKind}. */
 export function classifyMysqlError(e: unknown): MysqlErrorKind {
   if (typeof e !== 'object' || e === null) return 'other';
   const { errno, code, fatal } = e as { errno?: unknown; code?: unknown; fatal?: unknown };

@@ -19,6 +19,7 @@ LISTEN ${NOTIFY_CHANNEL}`;
 /** Jittered, so the workers of a restarted server do not all reconnect in the same instant. */
 const RECONNECT: RetryPolicy = { kind: 'exponential', baseMs: 100, factor: 2, maxMs: 5_000, jitter: 'equal' };
 
+/** One dedicated LISTEN connection that calls its subscribers when jobs of its schema become due; reconnects by itself. */
 export class PgListener {
   private readonly subscribers = new Set<() => void>();
   private readonly backoff = new Backoff(RECONNECT);

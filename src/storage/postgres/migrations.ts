@@ -17,13 +17,17 @@ const CLAIM_TYPES: Record<(typeof CLAIM_COLUMNS)[number], string> = {
   schedule_name: 'text', slot_at: 'timestamptz', trace_context: 'text', concurrency_key: 'text', unique_key: 'text',
 };
 
+/** One numbered step of the schema's history, applied once per database by `migrate()`. */
 export interface Migration {
+  /** its number; applied in order, recorded in the migrations table */
   version: number;
+  /** a short label, recorded with it */
   name: string;
   /** `s` is the already-quoted schema name, e.g. `"leasehold"` */
   sql: (s: string) => string;
 }
 
+/** Every migration, oldest first. */
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,

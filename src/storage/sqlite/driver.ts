@@ -6,7 +6,9 @@
 import { createRequire } from 'node:module';
 import { ValidationError } from '../../core/errors.js';
 
+/** The SQLite drivers the adapter runs on: better-sqlite3 (a native module) or Node's built-in `node:sqlite`. */
 export type SqliteDriverName = 'better-sqlite3' | 'node:sqlite';
+/** Every {@link SqliteDriverName}. */
 export const SQLITE_DRIVERS: readonly SqliteDriverName[] = ['better-sqlite3', 'node:sqlite'];
 
 export interface SqliteStatement {

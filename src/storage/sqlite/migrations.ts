@@ -13,12 +13,17 @@ import type { MigrateResult } from '../../core/storage.js';
 import type { SqliteDb } from './db.js';
 import { withPrefix } from './sql.js';
 
+/** One numbered step of the schema's history, applied once per database by `migrate()`. */
 export interface Migration {
+  /** its number; applied in order, recorded in the migrations table */
   readonly version: number;
+  /** a short label, recorded with it */
   readonly name: string;
+  /** its statements, `{p}` standing for the table prefix */
   readonly sql: string;
 }
 
+/** Every migration, oldest first. */
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
