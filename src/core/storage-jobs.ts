@@ -6,32 +6,51 @@
 import type { QueueFlow, TypeFlow } from './flow.js';
 import type { AttemptOutcome, JobStatus } from './status.js';
 
+/** A job as stored: its input, where it is in its life, and who holds it. */
 export interface JobRow {
+  /** decimal string of an increasing integer */
   id: string;
+  /** the queue it waits in */
   queue: string;
+  /** its job type (the handler that runs it) */
   type: string;
+  /** its input, as parsed JSON */
   payload: unknown;
+  /** where it is in its life */
   status: JobStatus;
   /** lower runs first */
   priority: number;
+  /** when it is (or was) due */
   runAt: Date;
   /** attempts counted so far (a claim counts one; snooze and shutdown hand-back give it back) */
   attempts: number;
+  /** attempts allowed before it goes dead */
   maxAttempts: number;
+  /** the key an enqueue deduplicated on, if any */
   idempotencyKey: string | null;
+  /** the worker holding its lease, while running */
   lockedBy: string | null;
+  /** the running attempt's fencing token */
   leaseToken: string | null;
+  /** when the lease expires unless renewed */
   lockedUntil: Date | null;
+  /** the last renewal */
   heartbeatAt: Date | null;
+  /** when the current or last attempt started */
   startedAt: Date | null;
+  /** when it reached succeeded, dead or cancelled */
   finishedAt: Date | null;
+  /** the last failed attempt's error code */
   lastErrorCode: string | null;
+  /** the last failed attempt's message */
   lastError: string | null;
   /** inactivity timeout per attempt: no `ctx.heartbeat()` for this long aborts it */
   timeoutMs: number;
   /** hard bound on one attempt, heartbeats or not */
   maxRuntimeMs: number;
+  /** when it was enqueued */
   createdAt: Date;
+  /** when the row last changed */
   updatedAt: Date;
   /** set on jobs a schedule enqueued: the schedule's name */
   scheduleName?: string;
@@ -72,15 +91,19 @@ export interface NewJob {
   unique?: { key: string; mode: UniqueMode } | null | undefined;
 }
 
+/** How a unique key treats a new job while another holds it: `active` keeps the holder, `debounce` replaces a waiting one. */
 export type UniqueMode = 'active' | 'debounce';
 
 /** What an insert did for one job: a new row, an existing one returned, or a waiting one replaced. */
 export type InsertOutcome = 'created' | 'existing' | 'replaced';
 
+/** What `jobs.insert` answered for one job. */
 export interface InsertResult {
+  /** the job as stored (the existing one when the key matched) */
   job: JobRow;
   /** false: a job with the same idempotency or unique key already existed and is returned (or replaced) instead */
   created: boolean;
+  /** what the insert did */
   outcome: InsertOutcome;
 }
 
@@ -119,9 +142,13 @@ export interface HeartbeatResult {
   lost: { id: string; status: JobStatus | null }[];
 }
 
+/** An error as recorded on a job and its attempt. */
 export interface ErrorInfo {
+  /** its code (a LeaseholdError code or the thrown error's) */
   code: string;
+  /** its message */
   message: string;
+  /** its stack, when there was one */
   stack?: string | null;
 }
 
@@ -169,54 +196,83 @@ export interface ExpiredLease {
   maxAttempts: number;
 }
 
+/** One attempt of a job, from claim to end. */
 export interface AttemptRow {
+  /** the attempt's own id */
   id: string;
+  /** the job it ran */
   jobId: string;
   /** the job's attempt count when this attempt was claimed */
   attempt: number;
+  /** the worker that ran it */
   workerId: string;
+  /** its lease's fencing token */
   leaseToken: string;
+  /** when it was claimed */
   startedAt: Date;
+  /** when it ended (null while running) */
   finishedAt: Date | null;
+  /** how long it ran */
   durationMs: number | null;
+  /** how it ended */
   outcome: AttemptOutcome;
+  /** its error's code, when it failed */
   errorCode: string | null;
+  /** its error's message */
   errorMessage: string | null;
+  /** its error's stack */
   errorStack: string | null;
   /** for retried attempts: how long until the next try */
   retryDelayMs: number | null;
   /** how long the job waited for this attempt: startedAt minus the job's runAt when it was claimed (whole ms, >= 0) */
   waitMs: number;
 }
+/** Which jobs `jobs.list` returns, newest first. */
 export interface JobQuery {
+  /** only this status */
   status?: JobStatus | undefined;
+  /** only this queue */
   queue?: string | undefined;
+  /** only this type */
   type?: string | undefined;
   /** newest first; ids below this one (keyset pagination) */
   beforeId?: string | undefined;
+  /** at most this many */
   limit: number;
 }
 
+/** How many jobs one (queue, type, status) holds. */
 export interface JobCount {
+  /** the queue */
   queue: string;
+  /** the job type */
   type: string;
+  /** the status */
   status: JobStatus;
+  /** how many */
   count: number;
   /** for due statuses: how many have run_at <= now */
   due: number;
 }
 
+/** Which finished jobs `jobs.prune` deletes. */
 export interface PruneParams {
   /** finished (succeeded / dead / cancelled) longer ago than this */
   olderThanMs: number;
+  /** only these (finished) statuses */
   statuses: readonly JobStatus[];
+  /** at most this many in one call */
   limit: number;
 }
 
 /** Attempts that ended in a window, by their job's type and queue. */
 export interface AttemptOutcomeCount {
+  /** the job type */
   type: string;
+  /** the queue */
   queue: string;
+  /** how the attempts ended */
   outcome: AttemptOutcome;
+  /** how many */
   count: number;
 }
