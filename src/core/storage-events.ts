@@ -20,8 +20,11 @@ export interface OperatorRef {
 
 /** jobs.retry / jobs.cancel: the job, and who asked (when given, the change is recorded as an event). */
 export interface OperatorChange {
+  /** the job */
   id: string;
+  /** who asked (see OperatorRef.actor); without it nothing is recorded */
   actor?: string | undefined;
+  /** from where (see OperatorRef.source) */
   source?: string | null | undefined;
 }
 
@@ -42,16 +45,23 @@ export interface JobEventDetail {
 
 /** One operator's change to one job, in the job's history beside its attempts. */
 export interface JobEvent {
+  /** the event's own id */
   id: string;
+  /** the job changed */
   jobId: string;
   /** the database's clock when the change was written */
   at: Date;
+  /** what was done */
   kind: JobEventKind;
+  /** who did it */
   actor: string;
+  /** from where, when known */
   source: string | null;
+  /** the job just before the change */
   detail: JobEventDetail;
 }
 
+/** What a bulk action does to each matching job. */
 export type BulkAction = 'retry' | 'cancel' | 'delete';
 
 /** The parts of a search's filter a bulk batch reads itself (exact status, queue and type); the rest is found by jobs.search and given as `ids`. */
@@ -59,7 +69,9 @@ export type BulkFilter = Pick<JobFilter, 'status' | 'queue' | 'type'>;
 
 /** The jobs of one batch: ids in (afterId, throughId], matching the filter and a status the action may leave. */
 export interface BulkRange {
+  /** what the batch does */
   action: BulkAction;
+  /** the exact filter the batch reads itself */
   filter: BulkFilter;
   /** ids above this one; null: from the first */
   afterId: string | null;
@@ -77,6 +89,7 @@ export interface BulkBatch extends BulkRange, OperatorRef {
   bulkId: string;
 }
 
+/** What one bulk batch did. */
 export interface BulkBatchResult {
   /** the jobs this batch changed (deleted, for 'delete'), ascending */
   ids: string[];
