@@ -42,9 +42,12 @@ import { MAX_DELAY_MS, validateKeyText } from './limits.js';
  *   `misfireMax` of them (the most recent ones).
  */
 export const MISFIRE_POLICIES = ['skip', 'latest', 'all'] as const;
+/** One of {@link MISFIRE_POLICIES}: `skip`, `latest` or `all`. */
 export type MisfirePolicy = (typeof MISFIRE_POLICIES)[number];
 
+/** A misfire policy with its limits. */
 export interface Misfire {
+  /** what to do with missed slots */
   policy: MisfirePolicy;
   /** `all` only: oldest missed slot still enqueued, as an age from now; null = any age */
   windowMs: number | null;
@@ -69,18 +72,26 @@ export interface ScheduleSpec {
   timezone: string;
   /** the job each slot enqueues */
   type: string;
+  /** the payload of each job (default `{}`) */
   payload: unknown;
+  /** the jobs' queue (default 'default') */
   queue: string;
+  /** the jobs' priority, lower first (default 0) */
   priority: number;
+  /** the jobs' attempts before dead (default 5) */
   maxAttempts: number;
+  /** what happens to slots missed while no scheduler ran (default `skip`) */
   misfire: MisfirePolicy;
+  /** `all` only: the oldest missed slot still enqueued, in ms (null: any age) */
   misfireWindowMs: number | null;
+  /** `all` only: at most this many missed slots per catch-up (default 100) */
   misfireMax: number;
   /** a disabled schedule fires nothing (and is not due) */
   enabled: boolean;
 }
 
 export interface ScheduleRow extends ScheduleSpec {
+  /** declared in code or by an operator */
   source: ScheduleSource;
   /** the earliest slot not yet fired; null when the cron has no future slot */
   nextRunAt: Date | null;
@@ -88,12 +99,15 @@ export interface ScheduleRow extends ScheduleSpec {
   lastRunAt: Date | null;
   /** the newest slot time enqueued so far */
   lastSlotAt: Date | null;
+  /** when it was added */
   createdAt: Date;
+  /** when it last changed */
   updatedAt: Date;
 }
 
 /** One schedule to insert or change, with the first slot the runtime computed from db now. */
 export interface ScheduleUpsert extends ScheduleSpec {
+  /** declared in code or by an operator */
   source: ScheduleSource;
   /** used on insert, and when the timing (cron, everyMs, timezone) changed; else kept */
   nextRunAt: Date | null;
@@ -110,7 +124,9 @@ export interface ScheduledJob {
   maxRuntimeMs: number;
 }
 
+/** One fire of a schedule (`schedules.fire`). */
 export interface FireScheduleParams {
+  /** the schedule */
   name: string;
   /** compare-and-set: lands only WHERE next_run_at = this (and the schedule is enabled) */
   expectedNextRunAt: Date;
@@ -118,9 +134,11 @@ export interface FireScheduleParams {
   nextRunAt: Date | null;
   /** slot times to enqueue, ascending; may be empty (skip policy): then only next_run_at moves */
   slots: readonly Date[];
+  /** the job each slot enqueues */
   job: ScheduledJob;
 }
 
+/** What a fire did. */
 export interface FireScheduleResult {
   /** false: another scheduler advanced next_run_at first (or the schedule is gone/disabled); nothing written */
   applied: boolean;
@@ -132,10 +150,13 @@ export interface FireScheduleResult {
 
 // --- locks ---------------------------------------------------------------------------------
 
+/** One try at a lock (`locks.acquire`). */
 export interface AcquireLockParams {
+  /** the lock's name */
   name: string;
   /** who holds it, for people (`locks list`) */
   owner: string;
+  /** how long the holding lasts without an extend, in ms */
   ttlMs: number;
   /** semaphore size: at most this many holders at once (1 = a mutex); every caller of a name passes the same */
   slots: number;
@@ -155,12 +176,19 @@ export interface LockGrant {
   expiresAt: Date;
 }
 
+/** A lock holding, as `locks.list` shows it. */
 export interface LockRow {
+  /** the lock's name */
   name: string;
+  /** which of its slots */
   slot: number;
+  /** who holds it */
   owner: string;
+  /** the holding's fencing token */
   fence: number;
+  /** when it was taken */
   acquiredAt: Date;
+  /** when it lapses unless extended */
   expiresAt: Date;
   /** past its TTL: free for the next acquirer, even though nobody released it */
   expired: boolean;
@@ -176,7 +204,13 @@ function invalid(message: string): never {
 export const MAX_INTERVAL_MS = 10 * 366 * 86_400_000;
 export const MIN_INTERVAL_MS = 1_000;
 
-export type ScheduleInput = Partial<Omit<ScheduleSpec, 'name' | 'type'>> & { name: string; type: string };
+/** A schedule as declared: a name, a job type, one of `cron` and `everyMs`; the rest defaults. */
+export type ScheduleInput = Partial<Omit<ScheduleSpec, 'name' | 'type'>> & {
+  /** unique; same character rules as a job type */
+  name: string;
+  /** the job each slot enqueues */
+  type: string;
+};
 
 /** A zone the runtime's time-zone data knows (Intl is part of the language: no I/O). */
 function knownTimeZone(timezone: string): boolean {
