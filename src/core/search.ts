@@ -23,14 +23,21 @@ import type { JobCount, JobRow } from './storage-jobs.js';
 
 /** Which jobs: every field given must hold (an exact name and its prefix form exclude each other). */
 export interface JobFilter {
+  /** exactly this status */
   status?: JobStatus | undefined;
+  /** exactly this queue */
   queue?: string | undefined;
+  /** queues starting with this */
   queuePrefix?: string | undefined;
+  /** exactly this type */
   type?: string | undefined;
+  /** types starting with this */
   typePrefix?: string | undefined;
   /** one job id (a decimal string) */
   id?: string | undefined;
+  /** exactly this idempotency key */
   idempotencyKey?: string | undefined;
+  /** idempotency keys starting with this */
   idempotencyKeyPrefix?: string | undefined;
   /** jobs a schedule of this name enqueued */
   scheduleName?: string | undefined;
@@ -40,11 +47,13 @@ export interface JobFilter {
 
 /** jobs.search: one page, newest first; `beforeId` pages to older jobs, `afterId` to newer ones. */
 export interface JobSearch {
+  /** which jobs (default: all) */
   filter?: JobFilter | undefined;
   /** jobs with a smaller id (the next older page) */
   beforeId?: string | undefined;
   /** jobs with a larger id (the next newer page) */
   afterId?: string | undefined;
+  /** at most this many per page */
   limit: number;
   /** with `text`: the text test sees at most this many jobs matching the other filters, from the cursor on (default SEARCH_SCAN_LIMIT) */
   scanLimit?: number | undefined;
@@ -52,6 +61,7 @@ export interface JobSearch {
   readLimit?: number | undefined;
 }
 
+/** One page of a search. */
 export interface JobSearchPage {
   /** newest first */
   jobs: JobRow[];
@@ -65,6 +75,7 @@ export interface JobSearchPage {
 
 /** jobs.countMatching: how many jobs match, exact up to `cap`. */
 export interface MatchCountQuery {
+  /** which jobs (default: all) */
   filter?: JobFilter | undefined;
   /** default COUNT_CAP */
   cap?: number | undefined;
@@ -74,10 +85,13 @@ export interface MatchCountQuery {
   readLimit?: number | undefined;
 }
 
+/** How many jobs match a filter. */
 export interface MatchCount {
+  /** the count (see `exact` and `estimated`) */
   count: number;
   /** false: more may match. `estimated` says whether `count` is the planner's estimate or a lower bound (`cap`, or the text matches among the candidates) */
   exact: boolean;
+  /** true when `count` is the planner's estimate */
   estimated: boolean;
 }
 
@@ -87,10 +101,13 @@ export interface JobSummaryQuery {
   cap?: number | undefined;
 }
 
+/** How many jobs hold one status. */
 export interface StatusTotal extends MatchCount {
+  /** the status */
   status: JobStatus;
 }
 
+/** The overview's counts (`queues.summary`). */
 export interface JobSummary {
   /** every status, in JOB_STATUSES order: exact when at most `cap` jobs hold it, else as a count past its cap */
   statuses: StatusTotal[];
