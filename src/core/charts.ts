@@ -8,14 +8,19 @@ import { ValidationError } from './errors.js';
 import type { AttemptOutcome } from './status.js';
 
 /** attempts.series: `buckets` buckets of `bucketMs`, the last one holding now. */
+/** Which time buckets `attempts.series` counts, ending with the one holding now. */
 export interface AttemptSeriesQuery {
+  /** each bucket's length, in ms */
   bucketMs: number;
+  /** how many buckets */
   buckets: number;
 }
 
+/** A count in one time bucket. */
 export interface BucketCount {
   /** 0 = the oldest bucket */
   bucket: number;
+  /** attempts counted there */
   count: number;
 }
 
@@ -23,15 +28,30 @@ export interface BucketCount {
 export interface AttemptSeries {
   /** start of bucket 0: a multiple of bucketMs since the epoch, (buckets - 1) buckets before the one holding now */
   from: Date;
+  /** as asked */
   bucketMs: number;
+  /** as asked */
   buckets: number;
-  outcomes: (BucketCount & { outcome: AttemptOutcome })[];
+  /** attempts by bucket and outcome */
+  outcomes: (BucketCount & {
+    /** how they ended */
+    outcome: AttemptOutcome;
+  })[];
   /** attempts with a FAILURE_OUTCOMES outcome, by their job's type (attempts of pruned jobs are left out) */
-  failures: (BucketCount & { type: string })[];
+  failures: (BucketCount & {
+    /** the job type */
+    type: string;
+  })[];
   /** duration_ms in the bins of HISTOGRAM_EDGES_MS (binOf) */
-  runTime: (BucketCount & { bin: number })[];
+  runTime: (BucketCount & {
+    /** the histogram bin */
+    bin: number;
+  })[];
   /** wait_ms (started_at minus the due time) in the same bins; attempts without one are left out */
-  wait: (BucketCount & { bin: number })[];
+  wait: (BucketCount & {
+    /** the histogram bin */
+    bin: number;
+  })[];
 }
 
 /** The outcomes counted as failures in the failures-by-type chart. */
