@@ -115,12 +115,19 @@ export interface ScheduleUpsert extends ScheduleSpec {
 
 /** The job a slot enqueues, as the runtime built it from the schedule and the job type's defaults. */
 export interface ScheduledJob {
+  /** its queue */
   queue: string;
+  /** its job type */
   type: string;
+  /** its payload */
   payload: unknown;
+  /** its priority, lower first */
   priority: number;
+  /** attempts before dead */
   maxAttempts: number;
+  /** inactivity timeout per attempt, in ms */
   timeoutMs: number;
+  /** hard bound on one attempt, in ms */
   maxRuntimeMs: number;
 }
 

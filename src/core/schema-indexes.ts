@@ -7,7 +7,9 @@
  */
 
 export interface DeclaredIndex {
+  /** the table it belongs to */
   table: string;
+  /** its name */
   name: string;
   /** one statement that creates it on its own */
   definition: string;
