@@ -13,9 +13,11 @@
 import { ValidationError } from './errors.js';
 import { validateName } from './job-input.js';
 
+/** A token-bucket rate: at most `limit` starts per `periodMs`. */
 export interface RateLimit {
   /** starts allowed per period; the bucket holds at most this many */
   limit: number;
+  /** the period, in ms */
   periodMs: number;
   /** one bucket per concurrency key instead of one for the type or queue */
   perKey?: boolean;
@@ -27,6 +29,7 @@ export interface TypeFlow {
   maxRunning?: number;
   /** at most this many running jobs of the type per concurrency key (jobs without a key: only maxRunning) */
   maxRunningPerKey?: number;
+  /** at most this many starts per period */
   rate?: RateLimit;
 }
 
@@ -35,14 +38,19 @@ export type QueueFlow = TypeFlow;
 
 /** One set of limits and the jobs it counts: a type's (in every queue) or a queue's (of every type). */
 export interface FlowScope {
+  /** whose limits: a type's or a queue's */
   kind: 'type' | 'queue';
+  /** the type or queue */
   name: string;
+  /** its limits */
   flow: TypeFlow;
 }
 
 /** A token bucket as stored: `tokens` as of `refilledAt` (epoch ms). */
 export interface Bucket {
+  /** starts left */
   tokens: number;
+  /** when `tokens` was computed, epoch ms */
   refilledAt: number;
 }
 
@@ -58,10 +66,15 @@ export interface FlowState {
 
 /** One due job the adapter read, with the stored buckets of its per-key rates (by bucket name; absent: full). */
 export interface FlowCandidate {
+  /** the job */
   id: string;
+  /** its type */
   type: string;
+  /** its queue */
   queue: string;
+  /** its concurrency key */
   key: string | null;
+  /** its per-key rates' stored buckets */
   buckets?: ReadonlyMap<string, Bucket> | undefined;
 }
 
@@ -70,16 +83,23 @@ export interface FlowCandidate {
  * jobs with these keys, of these types, with these `type|key` pairs, and these ids.
  */
 export interface CandidateQuery {
+  /** concurrency keys to leave out */
   excludeKeys: string[];
+  /** types to leave out */
   excludeTypes: string[];
+  /** `type|key` pairs to leave out */
   excludeTypeKeys: string[];
+  /** job ids to leave out */
   excludeIds: string[];
+  /** at most this many jobs */
   window: number;
 }
 
 /** The plan's outcome: the jobs to claim, and the buckets to write back (by bucket name). */
 export interface FlowPick {
+  /** the jobs to claim */
   ids: string[];
+  /** the buckets to write back, by name */
   buckets: Map<string, Bucket>;
 }
 
