@@ -11,6 +11,7 @@ import { type Bucket, type FlowCandidate, type FlowScope, type FlowState, type Q
 
 /** Which due jobs a part of the claim reads. */
 export interface ClaimFilter {
+  /** only these job types */
   types: string[];
   /** only these queues; null: every queue but `exceptQueues` */
   queues: string[] | null;
@@ -26,16 +27,25 @@ export interface FlowGroup extends ClaimFilter {
 
 /** The limits a claim is asked to keep (ClaimParams' fields). */
 export interface ClaimLimits {
+  /** the types the worker handles */
   types: readonly string[];
+  /** the queues it takes from (null: all) */
   queues: readonly string[] | null;
+  /** limits by type */
   flow?: Readonly<Record<string, TypeFlow>> | undefined;
+  /** limits by queue */
   queueFlow?: Readonly<Record<string, QueueFlow>> | undefined;
 }
 
 const own = <T>(r: Readonly<Record<string, T>> | undefined, k: string): T | undefined => (r !== undefined && Object.hasOwn(r, k) ? r[k] : undefined);
 
 /** A claim's groups, limited queues first, then limited types, in the claim's order; `free`: what no limit touches, or null. */
-export function flowGroups(p: ClaimLimits): { limited: FlowGroup[]; free: ClaimFilter | null } {
+export function flowGroups(p: ClaimLimits): {
+  /** the groups under limits */
+  limited: FlowGroup[];
+  /** the rest, claimed without limits (null: nothing left) */
+  free: ClaimFilter | null;
+} {
   const typeScopes: FlowScope[] = p.types.flatMap((name) => {
     const flow = own(p.flow, name);
     return flow ? [{ kind: 'type' as const, name, flow }] : [];
@@ -63,15 +73,24 @@ export function lockNames(g: FlowGroup): string[] {
 }
 
 /** What a group's running-count read covers: jobs of these types or in these queues. */
-export function runningFilter(g: FlowGroup): { types: string[]; queues: string[] } {
+export function runningFilter(g: FlowGroup): {
+  /** jobs of these types */
+  types: string[];
+  /** jobs in these queues */
+  queues: string[];
+} {
   return { types: g.scopes.filter((s) => s.kind === 'type').map((s) => s.name), queues: g.scopes.filter((s) => s.kind === 'queue').map((s) => s.name) };
 }
 
 /** Running jobs counted by type, queue and concurrency key, as adapters read them (runningFilter). */
 export interface RunningCount {
+  /** the job type */
   type: string;
+  /** the queue */
   queue: string;
+  /** the concurrency key (null: none) */
   key: string | null;
+  /** how many run */
   n: number;
 }
 
