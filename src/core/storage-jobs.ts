@@ -1,9 +1,8 @@
 /**
  * The job and attempt rows of the Storage contract, and the params and results of the job
- * lifecycle calls (insert, claim, heartbeat, finish, sweep). Types only; the semantics every
+ * calls (insert, list, count, prune; claims and finishes are in ./storage-leases.ts). Types only; the semantics every
  * adapter must meet are in the header of ./storage.ts, which re-exports everything here.
  */
-import type { QueueFlow, TypeFlow } from './flow.js';
 import type { AttemptOutcome, JobStatus } from './status.js';
 
 /** A job as stored: its input, where it is in its life, and who holds it. */
@@ -66,18 +65,25 @@ export interface JobRow {
 
 /** A job as the runtime wants it inserted. Validation happened before this point. */
 export interface NewJob {
+  /** its queue */
   queue: string;
+  /** its job type */
   type: string;
   /** already JSON-serialisable and size-checked */
   payload: unknown;
+  /** lower runs first */
   priority: number;
   /** absolute time chosen by the user; wins over `runAfterMs` */
   runAt?: Date | undefined;
   /** delay from the database's now; 0 = due now */
   runAfterMs: number;
+  /** attempts before dead */
   maxAttempts: number;
+  /** deduplicates enqueues: a second insert with this key returns the first job */
   idempotencyKey: string | null;
+  /** inactivity timeout per attempt, in ms */
   timeoutMs: number;
+  /** hard bound on one attempt, in ms */
   maxRuntimeMs: number;
   /** W3C traceparent of the enqueuing span (absent: no recording span) */
   traceContext?: string | undefined;
@@ -88,7 +94,12 @@ export interface NewJob {
    * job that holds the key ('existing'). 'debounce': a waiting holder (queued or failed) gets
    * this payload and run_at ('replaced'); a running holder gives the key up to a new job.
    */
-  unique?: { key: string; mode: UniqueMode } | null | undefined;
+  unique?: {
+    /** the key */
+    key: string;
+    /** what a second job with the key does */
+    mode: UniqueMode;
+  } | null | undefined;
 }
 
 /** How a unique key treats a new job while another holds it: `active` keeps the holder, `debounce` replaces a waiting one. */
@@ -105,95 +116,6 @@ export interface InsertResult {
   created: boolean;
   /** what the insert did */
   outcome: InsertOutcome;
-}
-
-export interface ClaimParams {
-  workerId: string;
-  /** only these types (the ones the worker has handlers for); never empty */
-  types: readonly string[];
-  /** only these queues; null = every queue */
-  queues: readonly string[] | null;
-  limit: number;
-  leaseMs: number;
-  /** limits of these types the claim enforces cluster-wide (types not listed have none) */
-  flow?: Readonly<Record<string, TypeFlow>> | undefined;
-  /** limits of these queues the claim enforces cluster-wide, over each queue's jobs of every type (queues not listed have none) */
-  queueFlow?: Readonly<Record<string, QueueFlow>> | undefined;
-}
-
-/** A claimed job: `leaseToken` and `lockedUntil` are set, `attempts` already counts this one. */
-export interface ClaimedJob extends JobRow {
-  leaseToken: string;
-  lockedUntil: Date;
-}
-
-export interface LeaseRef {
-  id: string;
-  leaseToken: string;
-}
-
-export interface HeartbeatParams {
-  leases: readonly LeaseRef[];
-  leaseMs: number;
-}
-
-export interface HeartbeatResult {
-  /** leases that no longer hold, with the job's current status (null: the job is gone) */
-  lost: { id: string; status: JobStatus | null }[];
-}
-
-/** An error as recorded on a job and its attempt. */
-export interface ErrorInfo {
-  /** its code (a LeaseholdError code or the thrown error's) */
-  code: string;
-  /** its message */
-  message: string;
-  /** its stack, when there was one */
-  stack?: string | null;
-}
-
-/**
- * One fenced finish: lands only where `id` and `leaseToken` still match a running job.
- * Used for success, failure, death, snooze, cancel-by-handler, shutdown hand-back and
- * sweeper rescue alike.
- */
-export interface FinishParams {
-  id: string;
-  leaseToken: string;
-  status: Exclude<JobStatus, 'running'>;
-  /** for `failed` / `queued`: run_at = db now + runAfterMs */
-  runAfterMs?: number;
-  /** give the claimed attempt back (snooze, shutdown hand-back): attempts = attempts - 1 */
-  uncountAttempt?: boolean;
-  /** sets last_error_code / last_error (null leaves them as they are) */
-  error?: ErrorInfo | null;
-  /** closes this attempt's history row */
-  attempt: { outcome: AttemptOutcome; error?: ErrorInfo | null; retryDelayMs?: number | null };
-  /** sweeper only: land only if the lease has expired (locked_until < now) */
-  onlyIfExpired?: boolean;
-}
-
-export interface FinishResult {
-  id: string;
-  /** false: the lease was lost (or, with onlyIfExpired, had not expired); nothing was written */
-  applied: boolean;
-}
-
-/** Which expired leases to list (leases.findExpired). */
-export interface ExpiredLeaseQuery {
-  limit: number;
-  /** only jobs of these types (the sweeper's: those it has definitions for); all when omitted */
-  types?: readonly string[] | undefined;
-}
-
-/** A running job whose lease has expired, as the sweeper sees it. */
-export interface ExpiredLease {
-  id: string;
-  type: string;
-  leaseToken: string;
-  lockedBy: string | null;
-  attempts: number;
-  maxAttempts: number;
 }
 
 /** One attempt of a job, from claim to end. */
@@ -227,6 +149,7 @@ export interface AttemptRow {
   /** how long the job waited for this attempt: startedAt minus the job's runAt when it was claimed (whole ms, >= 0) */
   waitMs: number;
 }
+
 /** Which jobs `jobs.list` returns, newest first. */
 export interface JobQuery {
   /** only this status */

@@ -102,7 +102,8 @@
  * @experimental the contract may change before 1.0 without a major version.
  */
 import type { FireScheduleParams, FireScheduleResult, ScheduledJob, ScheduleRow, ScheduleUpsert } from './schedules.js';
-import type { AttemptOutcomeCount, AttemptRow, ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult } from './storage-jobs.js';
+import type { AttemptOutcomeCount, AttemptRow } from './storage-jobs.js';
+import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult } from './storage-leases.js';
 import type { InsertResult, JobQuery, JobRow, NewJob, PruneParams } from './storage-jobs.js';
 import type { EffectParams, EffectRecord, EffectReservation, EffectRow, MigrateResult } from './storage-rows.js';
 import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from './search.js';
@@ -113,6 +114,7 @@ import type { AlertStore, DiagnosticsStore, LockStore, QueueStore, WorkerStore }
 // the rows, params and results live in ./storage-jobs.ts and ./storage-rows.ts; re-exported
 // here so the contract keeps one import path for adapters, runtime and users
 export type * from './storage-jobs.js';
+export type * from './storage-leases.js';
 export type * from './storage-rows.js';
 export type * from './storage-diagnostics.js';
 // named, not `*`: search.ts and charts.ts hold functions too
