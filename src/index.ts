@@ -44,7 +44,7 @@ export type { Capabilities, MigrateResult, Storage } from './core/storage.js';
 
 // Enqueue, schedules and the operator's operations
 export { createClient } from './runtime/client.js';
-export type { Client, ClientOptions, EnqueueItem, EnqueueItemOptions, EnqueuedJob, JobInput, JobList, JobOf, JobTypeName, ScheduleFor } from './runtime/client.js';
+export type { Client, ClientOptions, EnqueueItem, EnqueueItemOptions, EnqueuedJob, JobInput, JobList, JobOf, JobTypeName, ScheduleFor, UnhandledJobs } from './runtime/client.js';
 export type { EnqueueOptions, JobDefaults, UniqueOption } from './core/job-input.js';
 export { MISFIRE_POLICIES } from './core/schedules.js';
 export type { LockRow, MisfirePolicy, ScheduleInput, ScheduleRow, ScheduleSource, ScheduleSpec } from './core/schedules.js';

@@ -35,7 +35,9 @@ import { SignInThrottle } from './throttle.js';
 
 export type { DashboardClient } from './client.js';
 
+/** Options for {@link createDashboard}. */
 export interface DashboardOptions {
+  /** what the pages read and act through, e.g. `withOperatorApi(client)` */
   client: DashboardClient;
   /** required unless the dashboard is only reachable on loopback; at least 16 characters */
   token?: string | undefined;

@@ -19,11 +19,11 @@ import { NO_OPTIONS, checkId, checkSchedule, defaultsFor, enqueueAnswers, sameVa
 import { LocalBus } from './env.js';
 import { API_OPERATOR, cancelJob, retryJob } from './operator-jobs.js';
 import { JobRegistry, validateWithSchema } from './job-definition.js';
-import type { EnqueueItem, EnqueueItemOptions, EnqueuedJob, JobInput, JobList, JobTypeName, ScheduleFor } from './job-types.js';
+import type { EnqueueItem, EnqueueItemOptions, EnqueuedJob, JobInput, JobList, JobTypeName, ScheduleFor, UnhandledJobs } from './job-types.js';
 import { syncSchedules, upsertSchedule } from './scheduler.js';
 import { startSend } from './tracing.js';
 
-export type { EnqueueItem, EnqueueItemOptions, EnqueuedJob, JobInput, JobList, JobOf, JobTypeName, ScheduleFor } from './job-types.js';
+export type { EnqueueItem, EnqueueItemOptions, EnqueuedJob, JobInput, JobList, JobOf, JobTypeName, ScheduleFor, UnhandledJobs } from './job-types.js';
 
 /**
  * What `createClient` takes.
@@ -266,7 +266,7 @@ export class Client<const J extends JobList = any> {
    * Due jobs whose type no live worker has a handler for: they wait, they are never failed
    * for it. `aliveWithinMs` decides which workers count as live.
    */
-  async unhandledJobs(aliveWithinMs = 60_000): Promise<{ /** a type no live worker handles */ type: string; /** its queue */ queue: string; /** its due jobs */ due: number }[]> {
+  async unhandledJobs(aliveWithinMs = 60_000): Promise<UnhandledJobs[]> {
     const [counts, workers, now] = await Promise.all([this.storage.queues.counts(), this.storage.workers.list(), this.storage.now()]);
     return findUnhandled(counts, workers, now, aliveWithinMs);
   }

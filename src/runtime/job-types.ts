@@ -70,6 +70,16 @@ export type ScheduleFor<J extends JobList = JobList> = {
         });
 }[JobTypeName<J>];
 
+/** Due jobs of one type and queue that no live worker has a handler for (`client.unhandledJobs()`). */
+export interface UnhandledJobs {
+  /** the job type */
+  type: string;
+  /** its queue */
+  queue: string;
+  /** how many of its jobs are due */
+  due: number;
+}
+
 /** A job as an enqueue wrote or found it. */
 export type EnqueuedJob = JobRow & {
   /** false when an idempotency or unique key matched an existing job, which is returned instead */
