@@ -25,7 +25,8 @@ import { NOW, parseUtc } from './sql.js';
 import { MysqlWorkers } from './workers.js';
 
 export { classifyMysqlError, type MysqlErrorKind } from './db.js';
-export { MIGRATIONS, SCHEMA_VERSION, checkServerVersion, parseServerVersion, type Migration, type MysqlServerInfo } from './migrations.js';
+export { MIGRATIONS, SCHEMA_VERSION, type Migration } from './migrations.js';
+export { checkServerVersion, parseServerVersion, type MysqlServerInfo } from './server-version.js';
 
 /** Options for {@link mysqlStorage}: a URI or your own pool. */
 export interface MysqlStorageOptions {

@@ -1,6 +1,6 @@
 /**
  * Schema migrations for MySQL 8.0.4+ / MariaDB 10.6+, forward only, with the same numbers on
- * every database, and the server version check.
+ * every database; the server version check is in ./server-version.ts.
  *
  * DDL commits on its own in MySQL, so a migration cannot be rolled back half way: every step is
  * idempotent (`CREATE TABLE IF NOT EXISTS`, indexes declared inside it) and the ledger row is
@@ -10,19 +10,25 @@
  * In the DDL, `{p}` is the table prefix and `{collate}` the server's binary, no-pad collation
  * (exact, case- and trailing-space-sensitive matching of types, queues and keys).
  */
-import { LeaseholdError, SchemaTooNewError, TransientStorageError } from '../../core/errors.js';
+import { SchemaTooNewError, TransientStorageError } from '../../core/errors.js';
 import type { MigrateResult } from '../../core/storage.js';
 import { type Db, type Queryable, exec, run, withRetry } from './db.js';
+import { checkServerVersion } from './server-version.js';
 import { NOW } from './sql.js';
 
+/** One numbered step of the schema's history, applied once per database by `migrate()`. */
 export interface Migration {
+  /** its number; applied in order, recorded in the migrations table */
   version: number;
+  /** a short label, recorded with it */
   name: string;
+  /** its statements, run one by one (MySQL commits each DDL statement by itself) */
   sql: readonly string[];
 }
 
 const TABLE_OPTS = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collate}';
 
+/** Every migration, oldest first. */
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -199,6 +205,7 @@ export const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
+/** The newest schema version this code knows. */
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
 
 /** The ledger table itself; created before anything else, outside the numbered migrations. */
@@ -264,42 +271,4 @@ export function migrate(db: Db): Promise<MigrateResult> {
       await run(c, SQL.unlock, [db.prefix]).catch(() => undefined);
     }
   }), true);
-}
-
-export interface MysqlServerInfo {
-  flavor: 'mysql' | 'mariadb';
-  major: number;
-  minor: number;
-  patch: number;
-  /** has `FOR UPDATE SKIP LOCKED` and `JSON_TABLE`: MySQL 8.0.4+, MariaDB 10.6+ */
-  supported: boolean;
-  /** exact-match collation for text columns */
-  collation: string;
-}
-
-function atLeast(v: [number, number, number], min: [number, number, number]): boolean {
-  for (let i = 0; i < 3; i++) if (v[i]! !== min[i]!) return v[i]! > min[i]!;
-  return true;
-}
-
-/** Parse `SELECT VERSION()`: "8.0.36-0ubuntu…", "10.11.6-MariaDB-1:…", "5.5.5-10.6.12-MariaDB". */
-export function parseServerVersion(version: string): MysqlServerInfo {
-  const mariadb = /mariadb/i.test(version);
-  const s = version.trim().replace(/^5\.5\.5-(?=\d+\.\d+\.\d+-MariaDB)/i, '');
-  const m = /^(\d+)\.(\d+)(?:\.(\d+))?/.exec(s);
-  if (!m) throw new LeaseholdError('UNSUPPORTED_SERVER', `cannot read the server version from "${version}"`);
-  const v: [number, number, number] = [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)];
-  const supported = mariadb ? atLeast(v, [10, 6, 0]) : atLeast(v, [8, 0, 4]);
-  const collation = mariadb ? 'utf8mb4_nopad_bin' : atLeast(v, [8, 0, 17]) ? 'utf8mb4_0900_bin' : 'utf8mb4_bin';
-  return { flavor: mariadb ? 'mariadb' : 'mysql', major: v[0], minor: v[1], patch: v[2], supported, collation };
-}
-
-/** Throws `LeaseholdError('UNSUPPORTED_SERVER')` for servers without SKIP LOCKED or JSON_TABLE (the batched hot path). */
-export function checkServerVersion(version: string): MysqlServerInfo {
-  const info = parseServerVersion(version);
-  if (!info.supported) {
-    const need = info.flavor === 'mariadb' ? 'MariaDB 10.6 or newer' : 'MySQL 8.0.4 or newer';
-    throw new LeaseholdError('UNSUPPORTED_SERVER', `leasehold needs ${need} (for SELECT … FOR UPDATE SKIP LOCKED and JSON_TABLE); this server is ${info.flavor} ${version}`);
-  }
-  return info;
 }
