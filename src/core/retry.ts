@@ -14,7 +14,7 @@ export type Jitter =
   /** uniform in [delay/2, delay]: keeps at least half the backoff */
   | 'equal';
 
-/** How long a failed job waits before its next attempt; see {@link DEFAULT_RETRY_POLICY}. */
+/** How long a failed job waits before its next attempt (default: exponential from 1 s, doubling, up to 1 h, equal jitter). */
 export type RetryPolicy =
   | {
       /** the same delay after every failure */
