@@ -41,7 +41,8 @@ const app = await Application.bootstrapWithPlugins({
   classPropertiesFormat: 'table',
   typeDeclarationFormat: 'table',
   sort: ['kind', 'alphabetical'],
-  validation: { notExported: true, invalidLink: true, notDocumented: false },
+  // every export and option documented: a new undocumented one is a warning in CI's run
+  validation: { notExported: true, invalidLink: true, notDocumented: true },
 });
 const project = await app.convert();
 if (!project) process.exit(1);
