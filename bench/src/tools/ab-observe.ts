@@ -9,17 +9,20 @@
  * is given, or with BENCH_EXPORTER=memory an in-memory one that keeps every span, and the
  * AsyncLocalStorage context manager; jobs are enqueued under it, so each recorded enqueue's
  * jobs carry its traceparent) or `sdk@R` (the same SDK keeping a fraction R of traces:
- * ParentBased(TraceIdRatioBased(R))). Older names: `tracing` = sdk, `api-only` = api,
+ * ParentBased(TraceIdRatioBased(R))); `nospans` turns leasehold's spans off with an SDK
+ * registered (what registering the SDK costs by itself). Older names: `tracing` = sdk, `api-only` = api,
  * `observed` = metrics+sdk, `sampled` = metrics+sdk@0.01 (the default). Several modes,
  * comma-separated, run side by side with bare in the same run. Each run is a child process
- * (this file with `--child mode db n c`; PROFILE_OUT profiles a child's drain). Prints the
+ * (this file with `--child mode db n c`; PROFILE_OUT profiles a child's drain) on a database,
+ * schema or file of its own. Prints the
  * median (min–max) of jobs/s and of the worker's CPU per job for each mode, and mode ÷ bare.
  */
 import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Db } from '../common.ts';
-import { PG_URL, checkpointPostgres, sqliteDir } from '../common.ts';
+import { MYSQL_URL, PG_URL, checkpointPostgres, sqliteDir } from '../common.ts';
 import { profileSection } from './profiling.ts';
 
 interface Run { jobsPerS: number; usPerJob: number; spans: number }
@@ -31,8 +34,8 @@ interface Setup { metrics: boolean; spans: boolean; sdk: boolean; ratio: number 
 function setup(mode: string): Setup {
   const parts = (ALIASES[mode] ?? mode).split('+');
   const sdk = parts.find((p) => p === 'sdk' || p.startsWith('sdk@'));
-  for (const p of parts) if (p !== 'bare' && p !== 'metrics' && p !== 'api' && p !== sdk) throw new Error(`unknown mode part ${p} in ${mode}`);
-  return { metrics: parts.includes('metrics'), spans: parts.includes('api') || sdk !== undefined, sdk: sdk !== undefined, ratio: sdk?.startsWith('sdk@') ? Number(sdk.slice(4)) : 1 };
+  for (const p of parts) if (p !== 'bare' && p !== 'metrics' && p !== 'api' && p !== 'nospans' && p !== sdk) throw new Error(`unknown mode part ${p} in ${mode}`);
+  return { metrics: parts.includes('metrics'), spans: (parts.includes('api') || sdk !== undefined) && !parts.includes('nospans'), sdk: sdk !== undefined, ratio: sdk?.startsWith('sdk@') ? Number(sdk.slice(4)) : 1 };
 }
 if (args[0] === '--child') await child(args[1] as string, args[2] as Db, Number(args[3]), Number(args[4]));
 else parent(args);
@@ -84,20 +87,22 @@ async function child(mode: string, db: Db, n: number, c: number): Promise<void> 
     memoryCount = () => memory.getFinishedSpans().length;
   }
   const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../dist/index.js')) as typeof import('../../../src/index.ts');
-  const { findSystem } = await import('../systems/index.ts');
-  const sys = findSystem(`leasehold-${db}`);
-  await sys.reset();
+  const own = await ownDatabase(db);
+  const setupStorage = await lh.openStorage(own.url);
+  await setupStorage.migrate();
+  await setupStorage.close();
   if (db === 'postgres') await checkpointPostgres();
-  const producer = await sys.producer();
-  const items = Array.from({ length: n }, (_, i) => ({ i }));
-  for (let i = 0; i < n; i += 1000) await producer.enqueueBulk(items.slice(i, i + 1000));
+  // the producer has a storage of its own, as an app's web process would
+  const producerStorage = await lh.openStorage(own.url);
+  const producer = lh.createClient({ storage: producerStorage, jobs: [lh.defineJob({ type: 'noop', handler: () => {} })] });
+  const items = Array.from({ length: n }, (_, i) => ({ type: 'noop' as const, payload: { i } }));
+  for (let i = 0; i < n; i += 1000) await producer.enqueueMany(items.slice(i, i + 1000));
 
   let done = 0;
   let resolve!: () => void;
   const all = new Promise<void>((r) => (resolve = r));
   const noop = lh.defineJob({ type: 'noop', maxAttempts: 5, handler: () => void (++done === n && resolve()) });
-  const url = db === 'postgres' ? `${PG_URL}?schema=bench_leasehold` : db === 'mysql' ? `${process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306'}/bench_leasehold` : `sqlite:${join(sqliteDir(), 'leasehold.db')}`;
-  const storage = await lh.openStorage(url);
+  const storage = await lh.openStorage(own.url);
   const metrics = metered ? lh.createMetrics({ storage, sampling: { intervalMs: 5_000 } }) : undefined;
   // PROFILE_OUT=file.cpuprofile with --child: a CPU profile of the drain alone
   const stopProfile = await profileSection();
@@ -109,7 +114,7 @@ async function child(mode: string, db: Db, n: number, c: number): Promise<void> 
   const scraper = metrics && setInterval(() => void metrics.registry.metrics(), 1_000);
   await worker.start();
   await all;
-  while ((await producer.remaining()) > 0) await new Promise((r) => setTimeout(r, 5));
+  while ((await own.unfinished()) > 0) await new Promise((r) => setTimeout(r, 5));
   const wall = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   await stopProfile();
@@ -120,12 +125,54 @@ async function child(mode: string, db: Db, n: number, c: number): Promise<void> 
   const s0 = performance.now();
   const text = metrics ? await metrics.registry.metrics() : '';
   const scrapeMs = Math.round((performance.now() - s0) * 10) / 10;
-  if (metrics && !text.includes(`leasehold_attempts_total{type="noop",queue="default",outcome="succeeded"} ${n}`)) throw new Error('the metrics did not count every attempt');
+  if (metrics && !text.includes(`leasehold_attempts_total{type="noop",queue="default",outcome="succeeded"} ${n}`)) throw new Error(`the metrics did not count every attempt:\n${text.split('\n').filter((l) => l.startsWith('leasehold_attempts_total')).join('\n')}`);
   await metrics?.close();
   await storage.close();
-  await producer.close();
-  await sys.cleanup();
+  await producerStorage.close();
+  await own.drop();
   const cpuUs = cpu.user + cpu.system;
   console.log(JSON.stringify({ mode, db, n, c, jobsPerS: Math.round(n / (wall / 1000)), usPerJob: Math.round((10 * cpuUs) / n) / 10, spans: exported + memoryCount(), ...(metrics ? { scrapeMs } : {}) }));
   process.exit(0);
+}
+
+/**
+ * A database (schema, file) of this run's own, so another tool using the harness's shared
+ * names at the same time cannot drop it mid-drain, and a count of its unfinished jobs.
+ */
+async function ownDatabase(db: Db): Promise<{ url: string; unfinished: () => Promise<number>; drop: () => Promise<void> }> {
+  const name = `bench_observe_${process.pid}`;
+  const unfinishedWhere = `status IN ('queued', 'failed', 'running')`;
+  if (db === 'postgres') {
+    const { default: pg } = await import('pg');
+    const c = new pg.Client({ connectionString: PG_URL });
+    await c.connect();
+    await c.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
+    return {
+      url: `${PG_URL}?schema=${name}`,
+      unfinished: async () => Number((await c.query<{ n: string }>(`SELECT count(*) AS n FROM ${name}.jobs WHERE ${unfinishedWhere}`)).rows[0]?.n),
+      drop: async () => void (await c.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`), await c.end()),
+    };
+  }
+  if (db === 'mysql') {
+    const { default: mysql } = await import('mysql2/promise');
+    const c = await mysql.createConnection({ uri: MYSQL_URL });
+    await c.query(`DROP DATABASE IF EXISTS ${name}`);
+    await c.query(`CREATE DATABASE ${name}`);
+    return {
+      url: `${MYSQL_URL}/${name}`,
+      unfinished: async () => Number(((await c.query(`SELECT count(*) AS n FROM ${name}.leasehold_jobs WHERE ${unfinishedWhere}`))[0] as { n: number }[])[0]?.n),
+      drop: async () => void (await c.query(`DROP DATABASE IF EXISTS ${name}`), await c.end()),
+    };
+  }
+  const file = join(sqliteDir(), `${name}.db`);
+  const { default: Database } = await import('better-sqlite3');
+  let reader: InstanceType<typeof Database> | undefined;
+  return {
+    url: `sqlite:${file}`,
+    unfinished: async () => Number(((reader ??= new Database(file, { readonly: true })).prepare(`SELECT count(*) AS n FROM leasehold_jobs WHERE ${unfinishedWhere}`).get() as { n: number }).n),
+    drop: async () => {
+      reader?.close();
+      for (const f of [file, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
+    },
+  };
 }

@@ -7,11 +7,16 @@
  * recording every span: BasicTracerProvider, a BatchSpanProcessor into an exporter that drops
  * what it is given, the AsyncLocalStorage context manager), `sdk@R` (the same keeping a fraction
  * R of traces: ParentBased(TraceIdRatioBased(R))). A fifth argument `linked` gives every
- * claimed job a stored traceparent, as jobs enqueued in a recorded trace carry. Prints the
+ * claimed job a stored traceparent, as jobs enqueued in a recorded trace carry.
+ * BENCH_PROCESSOR=none registers no span processor (spans are made and recorded, then dropped
+ * at end: what the batch processor's queue and export cost shows against it);
+ * BENCH_CONTEXT=none registers no context manager (no span is active in a handler).
+ * PROFILE_OUT / ALLOC_OUT with --child profile its drain (see profiling.ts). Prints the
  * median (min–max) worker CPU per job per mode and its difference from bare.
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { profileSection } from './profiling.ts';
 
 type ClaimedJob = import('../../../src/core/storage.ts').ClaimedJob;
 type Storage = import('../../../src/core/storage.ts').Storage;
@@ -46,8 +51,9 @@ async function child(mode: string, n: number, c: number, linked: boolean): Promi
     const ratio = mode.startsWith('sdk@') ? Number(mode.slice(4)) : 1;
     const exporter = { export: (_: unknown[], done: (r: { code: number }) => void) => done({ code: 0 }), shutdown: async () => {} };
     const sampler = new ParentBasedSampler({ root: ratio < 1 ? new TraceIdRatioBasedSampler(ratio) : new AlwaysOnSampler() });
-    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-    trace.setGlobalTracerProvider(new BasicTracerProvider({ sampler, spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 4096, maxExportBatchSize: 512, scheduledDelayMillis: 500 })] }));
+    if (process.env.BENCH_CONTEXT !== 'none') context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    const spanProcessors = process.env.BENCH_PROCESSOR === 'none' ? [] : [new BatchSpanProcessor(exporter, { maxQueueSize: 4096, maxExportBatchSize: 512, scheduledDelayMillis: 500 })];
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ sampler, spanProcessors }));
   }
   const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../dist/index.js')) as typeof import('../../../src/index.ts');
   const { memoryStorage } = (await import(process.env.BENCH_LEASEHOLD_SRC ? process.env.BENCH_LEASEHOLD_SRC.replace(/index\.(ts|js)$/, 'storage/memory/index.$1') : '../../../dist/storage/memory/index.js')) as typeof import('../../../src/storage/memory/index.ts');
@@ -57,7 +63,9 @@ async function child(mode: string, n: number, c: number, linked: boolean): Promi
   await lh.createClient({ storage: memory, jobs: [noop] }).enqueue('noop', { i: 0 });
   const [claimedRow] = await memory.leases.claim({ workerId: 'w', types: ['noop'], queues: null, limit: 1, leaseMs: 30_000 });
   if (!claimedRow) throw new Error('no template job');
-  const template: ClaimedJob = linked ? { ...claimedRow, traceContext: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' } : claimedRow;
+  // the enqueue above may have stamped a traceparent (an SDK recorded it): every mode runs unlinked unless told
+  const { traceContext: _stamped, ...unlinked } = claimedRow;
+  const template: ClaimedJob = linked ? { ...unlinked, traceContext: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' } : unlinked;
   let claimed = 0;
   let finished = 0;
   let resolve!: () => void;
@@ -81,11 +89,13 @@ async function child(mode: string, n: number, c: number, linked: boolean): Promi
     heartbeat: async () => ({ lost: [] }),
   };
   const storage = new Proxy(memory, { get: (target, prop, receiver) => (prop === 'leases' ? leases : (Reflect.get(target, prop, receiver) as unknown)) }) as Storage;
+  const stopProfile = await profileSection();
   const cpu0 = process.cpuUsage();
   const w = new lh.Worker({ storage, jobs: [noop], concurrency: c, scheduler: false, sweeper: false, tracing: mode !== 'bare' });
   await w.start();
   await all;
   const cpu = process.cpuUsage(cpu0);
+  await stopProfile();
   await w.stop();
   console.log(((cpu.user + cpu.system) / n).toFixed(3));
   process.exit(0);
