@@ -1,27 +1,20 @@
 /**
  * The client: enqueue jobs (typed by the job definitions it is given), declare schedules, read
  * jobs back, and the operator's admin operations. Everything is validated before storage is
- * touched, so bad input writes nothing. Its input checks are in client-input.ts.
+ * touched, so bad input writes nothing. The enqueue path is in client-enqueue.ts, its input
+ * checks in client-input.ts.
  */
 import type { JobDefaults } from '../core/index.js';
-import {
-  DEFAULT_JOB_DEFAULTS,
-  DEFAULT_MAX_PAYLOAD_BYTES,
-  JobNotFoundError,
-  UnknownJobTypeError,
-  ValidationError,
-  buildNewJob,
-  validateName,
-} from '../core/index.js';
-import type { AlertStateRow, AttemptRow, EffectRow, JobCount, JobQuery, JobRow, NewJob, OperatorRef, QueueState, Storage, WorkerRow } from '../core/storage.js';
+import { DEFAULT_JOB_DEFAULTS, DEFAULT_MAX_PAYLOAD_BYTES, JobNotFoundError, ValidationError, validateName } from '../core/index.js';
+import type { AlertStateRow, AttemptRow, EffectRow, JobCount, JobQuery, JobRow, OperatorRef, QueueState, Storage, WorkerRow } from '../core/storage.js';
 import type { LockRow, ScheduleInput, ScheduleRow } from '../core/schedules.js';
-import { NO_OPTIONS, checkId, checkSchedule, defaultsFor, enqueueAnswers, sameValueZero, withKeyOf } from './client-input.js';
+import { checkId, checkSchedule } from './client-input.js';
+import { Enqueuer } from './client-enqueue.js';
 import { LocalBus } from './env.js';
 import { API_OPERATOR, cancelJob, retryJob } from './operator-jobs.js';
-import { JobRegistry, validateWithSchema } from './job-definition.js';
+import { JobRegistry } from './job-definition.js';
 import type { EnqueueItem, EnqueueItemOptions, EnqueuedJob, JobInput, JobList, JobTypeName, ScheduleFor, UnhandledJobs } from './job-types.js';
 import { syncSchedules, upsertSchedule } from './scheduler.js';
-import { startSend } from './tracing.js';
 
 export type { EnqueueItem, EnqueueItemOptions, EnqueuedJob, JobInput, JobList, JobOf, JobTypeName, ScheduleFor, UnhandledJobs } from './job-types.js';
 
@@ -62,15 +55,13 @@ export class Client<const J extends JobList = any> {
   readonly storage: Storage;
   /** @internal the definitions by type, or null when made without them */
   readonly registry: JobRegistry | null;
-  readonly #defaults: JobDefaults;
-  readonly #maxPayloadBytes: number;
+  readonly #enqueuer: Enqueuer;
   readonly #bus: LocalBus;
 
   constructor(opts: ClientOptions<J>) {
     this.storage = opts.storage;
     this.registry = opts.jobs === undefined ? null : opts.jobs instanceof JobRegistry ? opts.jobs : new JobRegistry(opts.jobs);
-    this.#defaults = { ...DEFAULT_JOB_DEFAULTS, ...opts.defaults };
-    this.#maxPayloadBytes = opts.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
+    this.#enqueuer = new Enqueuer(opts.storage, this.registry, { ...DEFAULT_JOB_DEFAULTS, ...opts.defaults }, opts.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES);
     this.#bus = LocalBus.for(opts.storage);
   }
 
@@ -96,51 +87,8 @@ export class Client<const J extends JobList = any> {
    *
    * @returns one job per item, in order
    */
-  async enqueueMany(items: readonly EnqueueItem<J>[]): Promise<EnqueuedJob[]> {
-    if (items.length === 0) return [];
-    const tx = items[0]?.options?.tx;
-    for (const item of items) {
-      if (!sameValueZero(item.options?.tx, tx)) throw new ValidationError('INVALID_OPTION', 'enqueueMany: every item must use the same tx');
-    }
-    if (tx !== undefined && !this.storage.capabilities.transactionalEnqueue) {
-      throw new ValidationError('INVALID_OPTION', `the ${this.storage.dialect} storage cannot enqueue inside your transaction`);
-    }
-    // Per job this is the hot path of a bulk enqueue: validate synchronously and await only a
-    // payload schema (the one asynchronous check), item by item as before.
-    const rows: NewJob[] = [];
-    for (const item of items) {
-      const row = this.#prepare(item);
-      rows.push(row instanceof Promise ? await row : row);
-    }
-    const send = startSend(rows);
-    let results;
-    try {
-      results = await this.storage.jobs.insert({ jobs: rows, ...tx === undefined ? undefined : { tx } });
-    } catch (e) {
-      send?.failed(e);
-      throw e;
-    }
-    send?.written(results.map((r) => r.job.id));
-    const { jobs, woken: created } = enqueueAnswers(results);
-    // Inside a caller's transaction the job is not visible until they commit; waking local
-    // workers early only costs them one empty claim.
-    if (created) this.#bus.jobsEnqueued();
-    return jobs;
-  }
-
-  /** Validation and defaults for one item; a promise only when a payload schema must run. */
-  #prepare(item: EnqueueItem): NewJob | Promise<NewJob> {
-    const options = item.options ?? NO_OPTIONS;
-    const now = options.unique?.mode === 'period' ? Date.now() : 0;
-    if (!this.registry) return buildNewJob(item.type, item.payload, options, this.#defaults, this.#maxPayloadBytes, now);
-    const def = this.registry.get(item.type);
-    if (!def) throw new UnknownJobTypeError(item.type, this.registry.types);
-    const defaults = defaultsFor(def, this.#defaults);
-    // The payload is stored as given: the worker runs the schema again and hands its output to
-    // the handler, so a transform's output (a Date, a number from a string) never has to be JSON.
-    const build = (output: unknown) => buildNewJob(item.type, item.payload, withKeyOf(def, output, options), defaults, this.#maxPayloadBytes, now);
-    if (!def.schema) return build(item.payload);
-    return validateWithSchema(item.type, def.schema, item.payload).then(build);
+  enqueueMany(items: readonly EnqueueItem<J>[]): Promise<EnqueuedJob[]> {
+    return this.#enqueuer.enqueueMany(items as readonly EnqueueItem[]);
   }
 
   /**
