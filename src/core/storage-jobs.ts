@@ -118,6 +118,15 @@ export interface InsertResult {
   outcome: InsertOutcome;
 }
 
+/**
+ * A job store that can also write in the caller's synchronous transaction (SQLite: inside
+ * better-sqlite3's `db.transaction(fn)`, where nothing can be awaited). `client.enqueueSync` needs it.
+ */
+export interface SyncJobInsert {
+  /** As `jobs.insert({ jobs, tx })`, written before it returns; the jobs exist once the caller commits. */
+  insertSync(params: { jobs: readonly NewJob[]; tx: unknown }): InsertResult[];
+}
+
 /** One attempt of a job, from claim to end. */
 export interface AttemptRow {
   /** the attempt's own id */

@@ -171,7 +171,25 @@ export class JobRegistry {
 
 /** Validate `payload` against a Standard Schema; returns the (possibly transformed) value. */
 export async function validateWithSchema(type: string, schema: StandardSchemaV1, payload: unknown): Promise<unknown> {
-  const result = await schema['~standard'].validate(payload);
+  return schemaOutput(type, await schema['~standard'].validate(payload));
+}
+
+/**
+ * As {@link validateWithSchema}, for a caller that cannot wait (a synchronous transaction).
+ *
+ * @throws `ValidationError` (`INVALID_OPTION`) when the schema validates asynchronously
+ */
+export function validateWithSchemaSync(type: string, schema: StandardSchemaV1, payload: unknown, caller: string): unknown {
+  const result = schema['~standard'].validate(payload);
+  if (typeof (result as { then?: unknown }).then === 'function') {
+    // nobody waits for it: its rejection must not surface as an unhandled one
+    Promise.resolve(result).catch(() => undefined);
+    throw new ValidationError('INVALID_OPTION', `the schema of ${type} validates asynchronously, so ${caller} cannot check its payload: use an enqueue that can be awaited, or a schema without async refinements`);
+  }
+  return schemaOutput(type, result as StandardSchemaV1.Result<unknown>);
+}
+
+function schemaOutput(type: string, result: StandardSchemaV1.Result<unknown>): unknown {
   if (result.issues) {
     const detail = result.issues
       .slice(0, 5)

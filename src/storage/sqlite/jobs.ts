@@ -3,7 +3,7 @@
  * (operator.ts), prune, history (events.ts) and bulk actions (bulk.ts).
  */
 import { checkOperator } from '../../core/operator.js';
-import type { BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneParams } from '../../core/storage.js';
+import type { BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneParams, SyncJobInsert } from '../../core/storage.js';
 import { SqliteBulk } from './bulk.js';
 import type { SqliteDb } from './db.js';
 import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../../core/search.js';
@@ -39,7 +39,7 @@ function listSql(f: { status: boolean; queue: boolean; type: boolean; beforeId: 
     SELECT * FROM {p}jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
 }
 
-export class SqliteJobs implements JobStore {
+export class SqliteJobs implements JobStore, SyncJobInsert {
   readonly #events: SqliteEvents;
   readonly #bulk: SqliteBulk;
 
