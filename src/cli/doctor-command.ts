@@ -65,8 +65,8 @@ async function gather(storage: Storage, flags: RetentionFlags): Promise<DoctorFa
     return expired.map((e, i) => ({ id: e.id, type: e.type, lockedBy: e.lockedBy, expiredForMs: nowMs - (rows[i]?.lockedUntil?.getTime() ?? nowMs) }));
   });
   facts.unhandled = await read('unhandled', async () => {
-    const [counts, workers] = await Promise.all([storage.queues.counts(), storage.workers.list()]);
-    return findUnhandled(counts, workers, now, ALIVE_WITHIN_MS);
+    const [due, workers] = await Promise.all([storage.queues.dueCounts(), storage.workers.list()]);
+    return findUnhandled(due.counts, workers, now, ALIVE_WITHIN_MS).map((u) => ({ ...u, capped: !due.complete }));
   });
   facts.deadRecently = await read('dead', async () => {
     const byType = new Map<string, number>();

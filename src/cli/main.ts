@@ -81,7 +81,7 @@ export function buildProgram(): Command {
         print(o.json, { jobs: rows, unhandled }, () => {
           let out = rows.length ? jobsTable(rows) : '(no jobs)';
           if (unhandled.length) {
-            out += `\n\nwaiting for a worker that handles their type:\n${table(['TYPE', 'QUEUE', 'DUE'], unhandled.map((u) => [u.type, u.queue, u.due]))}`;
+            out += `\n\nwaiting for a worker that handles their type:\n${table(['TYPE', 'QUEUE', 'DUE'], unhandled.map((u) => [u.type, u.queue, u.capped ? `${u.due}+` : u.due]))}`;
           }
           return out;
         });

@@ -25,8 +25,9 @@ export function registerQueueCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (o: { json?: boolean }, cmd: Command) => {
       await withStorage(cmd, async (s) => {
-        const [states, health, counts] = await Promise.all([s.queues.states(), s.queues.health(), s.queues.counts()]);
-        const names = [...new Set([...states.map((q) => q.queue), ...health.map((q) => q.queue), ...counts.map((c) => c.queue)])].sort();
+        // the bounded summary names the idle queues too, without a GROUP BY over every job
+        const [states, health, summary] = await Promise.all([s.queues.states(), s.queues.health(), s.queues.summary()]);
+        const names = [...new Set([...states.map((q) => q.queue), ...health.map((q) => q.queue), ...summary.groups.map((c) => c.queue)])].sort();
         const lines: QueueLine[] = names.map((queue) => {
           const st = states.find((q) => q.queue === queue);
           const h = health.find((q) => q.queue === queue);

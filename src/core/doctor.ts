@@ -45,7 +45,7 @@ export interface DoctorFacts {
   /** the oldest expired leases first (at most a page of them) */
   expiredLeases?: ExpiredLeaseFact[];
   /** due jobs no live worker has a handler for (runtime findUnhandled) */
-  unhandled?: { type: string; queue: string; due: number }[];
+  unhandled?: { type: string; queue: string; due: number; capped?: boolean }[];
   /** jobs that went dead in the last day, by type (at most a page of them counted) */
   deadRecently?: { type: string; count: number }[];
   running?: RunningFact[];
@@ -115,8 +115,10 @@ function leases(expired: ExpiredLeaseFact[]): Finding {
 
 function unhandled(u: NonNullable<DoctorFacts['unhandled']>): Finding {
   if (u.length === 0) return finding('unhandled', 'ok', 'every due job has a live worker for its type');
-  return finding('unhandled', 'warning', `${u.reduce((a, x) => a + x.due, 0)} due job(s) wait: no live worker has a handler for their type and queue`,
-    u.map((x) => `${x.type} in queue ${x.queue}: ${x.due} due`),
+  // the due jobs read are bounded: past the bound each number is a floor
+  const atLeast = u.some((x) => x.capped) ? 'at least ' : '';
+  return finding('unhandled', 'warning', `${atLeast}${u.reduce((a, x) => a + x.due, 0)} due job(s) wait: no live worker has a handler for their type and queue`,
+    u.map((x) => `${x.type} in queue ${x.queue}: ${x.capped ? 'at least ' : ''}${x.due} due`),
     'start a worker whose handlers module defines these types (and serves these queues); under cron, they run at the next `leasehold tick`');
 }
 

@@ -7,6 +7,7 @@ import type { JobCount } from './storage-jobs.js';
 import type { AlertStateRow, AlertTransition, QueueHealth, QueueState, WorkerInfo, WorkerRow } from './storage-rows.js';
 import type { PrunableQuery, StorageFacts } from './storage-diagnostics.js';
 import type { JobSummary, JobSummaryQuery } from './search.js';
+import type { DueCounts, DueCountsQuery } from './due-counts.js';
 
 /** Distributed locks and semaphores (semantics in the header of ./schedules.ts). */
 export interface LockStore {
@@ -40,6 +41,8 @@ export interface QueueStore {
   counts(): Promise<JobCount[]>;
   /** The overview's counts, bounded: each status exact up to `cap`, the exact ones by queue and type. */
   summary(params?: JobSummaryQuery): Promise<JobSummary>;
+  /** Due jobs by queue, type and status over at most `limit` of them (./due-counts.ts); complete when fewer were due. */
+  dueCounts(params?: DueCountsQuery): Promise<DueCounts>;
   /** Per queue holding due or running jobs: due, running, age of the oldest due job. */
   health(): Promise<QueueHealth[]>;
   /** Stop claims from this queue, cluster-wide (running jobs finish; enqueues go on). */

@@ -72,6 +72,8 @@
  *   keys in one write, each item's answer as if it had been asked alone, in input order. An
  *   adapter without them gets one call per effect from the runtime.
  * - Schedules and locks: the exact semantics are in the header of ./schedules.ts.
+ * - queues.dueCounts: at most `limit` due jobs (an adapter's due index order), grouped by queue,
+ *   type and status; complete only when fewer than `limit` were read.
  * - queues.health: per queue with due or running jobs; due = status IN ('queued','failed') AND
  *   run_at <= now. attempts.outcomes: ended attempts (finished_at >= now - sinceMs) joined to
  *   their job for type and queue (an attempt whose job was pruned is not counted).
@@ -120,6 +122,7 @@ export type * from './storage-diagnostics.js';
 // named, not `*`: search.ts and charts.ts hold functions too
 export type { JobFilter, JobSearch, JobSearchPage, JobSummary, JobSummaryQuery, MatchCount, MatchCountQuery, StatusTotal } from './search.js';
 export type { AttemptSeries, AttemptSeriesQuery, BucketCount } from './charts.js';
+export type { DueCounts, DueCountsQuery } from './due-counts.js';
 export type * from './storage-events.js';
 export type * from './storage-cluster.js';
 

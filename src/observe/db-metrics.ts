@@ -23,8 +23,10 @@ export function registerDbMetrics(registry: Registry, sampler: DbSampler): void 
       },
     });
 
-  fromSample('leasehold_jobs', 'Jobs in the database by queue, type and status (sampled)', ['queue', 'type', 'status'], (g, s) => {
+  fromSample('leasehold_jobs', 'Jobs in the database by queue, type and status (sampled); a status past the count cap is one series with empty queue and type, estimated', ['queue', 'type', 'status'], (g, s) => {
     for (const c of s.counts) g.set({ queue: c.queue, type: c.type, status: c.status }, c.count);
+    // grouping a status of more jobs than the cap would read them all: its total alone, estimated
+    for (const t of s.totals) if (!t.exact) g.set({ queue: '', type: '', status: t.status }, t.count);
   });
   fromSample('leasehold_queue_due_jobs', 'Jobs due now (queued or failed, run_at passed) per queue (sampled)', ['queue'], (g, s) => {
     for (const [queue, h] of queueHealth(s)) g.set({ queue }, h.due);

@@ -8,10 +8,11 @@
  *   processes export their in-process metrics only. The holder extends the lock with each
  *   sample, so a holder nobody scrapes lets it lapse and a scraped process takes it over; a
  *   process without it asks for it at most once per lock TTL (jittered).
- * A sample is five statements (the lock, counts, health, workers, now): at the minimum
- * interval that is one per second for the whole cluster.
+ * A sample is the lock, the bounded summary (a capped count per status, then one grouping of
+ * the statuses within the cap), health, workers and now: never a GROUP BY over every job.
  */
-import type { JobCount, QueueHealth, Storage } from '../core/storage.js';
+import { MAX_COUNT_CAP } from '../core/search.js';
+import type { JobCount, QueueHealth, StatusTotal, Storage } from '../core/storage.js';
 import type { Lock } from '../runtime/locks.js';
 import { Locks } from '../runtime/locks.js';
 
@@ -25,7 +26,10 @@ export const LIVE_WITHIN_MS = 60_000;
 export interface DbSample {
   /** the process clock (ms) when it was taken */
   takenAt: number;
+  /** by queue, type and status, for the statuses counted exactly */
   counts: JobCount[];
+  /** every status's total; the ones past the cap are estimated (or the cap) and not in `counts` */
+  totals: StatusTotal[];
   queues: QueueHealth[];
   liveWorkers: number;
 }
@@ -98,9 +102,9 @@ export class DbSampler {
         return null;
       }
       const s = this.#storage;
-      const [counts, queues, workers, dbNow] = await Promise.all([s.queues.counts(), s.queues.health(), s.workers.list(), s.now()]);
+      const [summary, queues, workers, dbNow] = await Promise.all([s.queues.summary({ cap: MAX_COUNT_CAP }), s.queues.health(), s.workers.list(), s.now()]);
       const liveWorkers = workers.filter((w) => dbNow.getTime() - w.heartbeatAt.getTime() <= LIVE_WITHIN_MS).length;
-      this.#last = { takenAt: now, counts, queues, liveWorkers };
+      this.#last = { takenAt: now, counts: summary.groups, totals: summary.statuses, queues, liveWorkers };
     } catch (e) {
       // a database that fails is asked again after the interval, not at every scrape
       this.#last = null;

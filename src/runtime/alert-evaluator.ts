@@ -169,8 +169,8 @@ export class AlertEvaluator {
   }
 
   async #unhandled() {
-    const [counts, workers, now] = await Promise.all([this.#storage.queues.counts(), this.#storage.workers.list(), this.#storage.now()]);
-    return findUnhandled(counts, workers, now, this.#opts.liveWithinMs ?? 60_000);
+    const [due, workers, now] = await Promise.all([this.#storage.queues.dueCounts(), this.#storage.workers.list(), this.#storage.now()]);
+    return findUnhandled(due.counts, workers, now, this.#opts.liveWithinMs ?? 60_000);
   }
 
   /** The log line and the callback: once per landed transition, in this process. */

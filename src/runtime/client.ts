@@ -215,8 +215,8 @@ export class Client<const J extends JobList = any> {
    * for it. `aliveWithinMs` decides which workers count as live.
    */
   async unhandledJobs(aliveWithinMs = 60_000): Promise<UnhandledJobs[]> {
-    const [counts, workers, now] = await Promise.all([this.storage.queues.counts(), this.storage.workers.list(), this.storage.now()]);
-    return findUnhandled(counts, workers, now, aliveWithinMs);
+    const [due, workers, now] = await Promise.all([this.storage.queues.dueCounts(), this.storage.workers.list(), this.storage.now()]);
+    return findUnhandled(due.counts, workers, now, aliveWithinMs).map((u) => ({ ...u, capped: !due.complete }));
   }
 }
 

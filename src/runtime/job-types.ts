@@ -76,8 +76,10 @@ export interface UnhandledJobs {
   type: string;
   /** its queue */
   queue: string;
-  /** how many of its jobs are due */
+  /** how many of its jobs are due (at least this many when `capped`) */
   due: number;
+  /** true when the read of due jobs stopped at its limit: `due` is a lower bound, and a type whose jobs were not read is missing */
+  capped: boolean;
 }
 
 /** A job as an enqueue wrote or found it. */

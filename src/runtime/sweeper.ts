@@ -113,8 +113,8 @@ export class Sweeper {
   async maintain(): Promise<void> {
     await this.#retention.prune();
     await this.storage.workers.prune({ silentForMs: this.opts.workerSilenceMs * 10 });
-    const [counts, workers, now] = await Promise.all([this.storage.queues.counts(), this.storage.workers.list(), this.storage.now()]);
-    const unhandled = findUnhandled(counts, workers, now, this.opts.workerSilenceMs);
+    const [due, workers, now] = await Promise.all([this.storage.queues.dueCounts(), this.storage.workers.list(), this.storage.now()]);
+    const unhandled = findUnhandled(due.counts, workers, now, this.opts.workerSilenceMs);
     const key = JSON.stringify(unhandled);
     // Report when the picture changes, not every minute.
     if (unhandled.length > 0 && key !== this.#reportedUnhandled) {

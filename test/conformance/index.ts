@@ -16,6 +16,7 @@ import type { Storage } from '../../src/core/storage.js';
 import { adminTests } from './admin.js';
 import { chartTests } from './charts.js';
 import { countTests } from './counts.js';
+import { dueCountTests } from './due-counts.js';
 import { bulkTests } from './bulk.js';
 import { effectTests } from './effects.js';
 import { eventTests } from './events.js';
@@ -63,6 +64,7 @@ export function runStorageConformance(h: ConformanceHarness): void {
     uniqueTests(h);
     searchTests(h);
     countTests(h);
+    dueCountTests(h);
     chartTests(h);
   });
 }

@@ -97,7 +97,7 @@ await describeEachKind('metrics', STORAGE_KINDS, (kind) => {
       const metrics = createMetrics({ storage, sampling: { intervalMs: 60_000 } });
       const texts = await Promise.all(Array.from({ length: 5 }, () => scrape(metrics)));
       for (let i = 0; i < 5; i++) texts.push(await scrape(metrics));
-      assert.deepEqual(calls, { counts: 1, health: 1, workers: 1, acquires: 1 }, 'ten scrapes within the interval: one sample');
+      assert.deepEqual(calls, { summaries: 1, health: 1, workers: 1, acquires: 1 }, 'ten scrapes within the interval: one sample');
       const t = texts.at(-1)!;
       assert.equal(valueOf(t, 'leasehold_jobs', { queue: 'gamma', type: 'stuck', status: 'queued' }), 4);
       assert.equal(valueOf(t, 'leasehold_queue_due_jobs', { queue: 'gamma' }), 3);

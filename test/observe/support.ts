@@ -41,17 +41,18 @@ export function valueOf(text: string, name: string, labels: Record<string, strin
 }
 
 export interface SamplingCalls {
-  counts: number;
+  /** queues.summary calls (the bounded counts) */
+  summaries: number;
   health: number;
   workers: number;
   /** lock acquire calls (the sampler's lock) */
   acquires: number;
 }
 
-/** `storage` whose queues.counts, queues.health, workers.list and locks.acquire calls are counted in `calls`. */
+/** `storage` whose queues.summary, queues.health, workers.list and locks.acquire calls are counted in `calls`. */
 export function countingSamples(storage: Storage): { storage: Storage; calls: SamplingCalls } {
-  const calls: SamplingCalls = { counts: 0, health: 0, workers: 0, acquires: 0 };
-  let s = overriding(storage, 'queues', 'counts', (f) => () => (calls.counts++, f()));
+  const calls: SamplingCalls = { summaries: 0, health: 0, workers: 0, acquires: 0 };
+  let s = overriding(storage, 'queues', 'summary', (f) => (p) => (calls.summaries++, f(p)));
   s = overriding(s, 'queues', 'health', (f) => () => (calls.health++, f()));
   s = overriding(s, 'workers', 'list', (f) => () => (calls.workers++, f()));
   s = overriding(s, 'locks', 'acquire', (f) => (p) => (calls.acquires++, f(p)));

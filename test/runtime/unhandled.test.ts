@@ -55,15 +55,15 @@ await describeEachKind('jobs no worker handles', STORAGE_KINDS, (kind) => {
     assert.deepEqual(
       [...unhandled].sort((x, y) => x.type.localeCompare(y.type)),
       [
-        { type: 'handled', queue: 'elsewhere', due: 1 },
-        { type: 'orphan', queue: 'default', due: 1 },
+        { type: 'handled', queue: 'elsewhere', due: 1, capped: false },
+        { type: 'orphan', queue: 'default', due: 1, capped: false },
       ],
     );
 
     // Once a worker for it appears, the orphan runs and is no longer reported.
     await h.worker([defineJob({ type: 'orphan', handler: () => void ran.push('orphan') })]);
     await h.waitStatus(orphan.id, 'succeeded');
-    assert.deepEqual(await h.client.unhandledJobs(), [{ type: 'handled', queue: 'elsewhere', due: 1 }]);
+    assert.deepEqual(await h.client.unhandledJobs(), [{ type: 'handled', queue: 'elsewhere', due: 1, capped: false }]);
     await worker.stop();
   });
 
@@ -73,7 +73,7 @@ await describeEachKind('jobs no worker handles', STORAGE_KINDS, (kind) => {
       await other.client.enqueue('nobody-handles', {}, { delayMs: 60_000 });
       assert.deepEqual(await other.client.unhandledJobs(), []);
       await other.client.enqueue('nobody-handles', {});
-      assert.deepEqual(await other.client.unhandledJobs(), [{ type: 'nobody-handles', queue: 'default', due: 1 }]);
+      assert.deepEqual(await other.client.unhandledJobs(), [{ type: 'nobody-handles', queue: 'default', due: 1, capped: false }]);
     } finally {
       await other.close();
     }

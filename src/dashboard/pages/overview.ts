@@ -17,6 +17,8 @@ export interface Unhandled {
   type: string;
   queue: string;
   due: number;
+  /** the due jobs read stopped at their limit: at least `due` */
+  capped?: boolean;
 }
 
 export interface OverviewData {
@@ -72,13 +74,15 @@ export function overviewLive(ctx: PageContext, d: OverviewData): Live {
   }
   const firing = d.alerts.filter((a) => a.state === 'firing');
   slots.firing = [text(`${firing.length} alert(s) firing.`)];
-  slots['unhandled.total'] = [text(`${d.unhandled.reduce((a, u) => a + u.due, 0)} due job(s) wait for a worker that handles their type.`)];
+  const unhandled = d.unhandled.reduce((a, u) => a + u.due, 0);
+  // the read of due jobs is bounded: past its limit the number is a floor, and say so
+  slots['unhandled.total'] = [text(d.unhandled.some((u) => u.capped) ? `At least ${unhandled} due job(s) (of the oldest due read) wait for a worker that handles their type.` : `${unhandled} due job(s) wait for a worker that handles their type.`)];
   const paused = new Set((d.queues ?? []).filter((s) => s.paused).map((s) => s.queue));
   const queueState = d.queues && ((k: string) => cell(paused.has(k) ? link('paused', `${ctx.base}/queues`, 'badge s-paused') : text('active', 'muted'), undefined, 'State'));
   return {
     slots,
     tables: {
-      unhandled: d.unhandled.map((u) => [cell(link(u.type, `${ctx.base}/jobs${q({ type: u.type, queue: u.queue })}`)), cell(text(u.queue)), cell(text(u.due), 'num')]),
+      unhandled: d.unhandled.map((u) => [cell(link(u.type, `${ctx.base}/jobs${q({ type: u.type, queue: u.queue })}`)), cell(text(u.queue)), cell(text(u.capped ? `${u.due}+` : u.due), 'num')]),
       alerts: [...firing, ...d.alerts.filter((a) => a.state !== 'firing')].map((a) => [
         cell(text(a.rule), 'mono'), cell(badge(a.state === 'firing' ? 'firing' : 'ok')), cell([when(a.since), text(' '), when(a.since, true, d.nowMs)]),
         cell(text(a.value === null ? '—' : String(Math.round(a.value * 1000) / 1000)), 'num'), cell(text(a.episode), 'num'),

@@ -3,6 +3,7 @@ import { DUE_STATUSES } from '../../core/status.js';
 import type { JobCount, QueueHealth, QueueState, QueueStore } from '../../core/storage.js';
 import { type MemoryDb, copyDate, copyDateOrNull } from './db.js';
 import type { JobSummary, JobSummaryQuery } from '../../core/search.js';
+import { type DueCounts, type DueCountsQuery, checkDueCounts, dueCountsOf } from '../../core/due-counts.js';
 import { jobSummary } from '../search-pages.js';
 import { MemoryMatchReader } from './search.js';
 
@@ -26,6 +27,24 @@ export class MemoryQueues implements QueueStore {
       if (DUE_STATUSES.includes(j.status) && j.runAt.getTime() <= nowMs) g.due++;
     }
     return [...groups.values()];
+  }
+
+  /** At most `limit` due jobs, in id order, by queue, type and status. */
+  async dueCounts(p?: DueCountsQuery): Promise<DueCounts> {
+    const { limit } = checkDueCounts(p);
+    const nowMs = this.db.now().getTime();
+    const groups = new Map<string, { queue: string; type: string; status: JobCount['status']; n: number }>();
+    let read = 0;
+    for (const j of this.db.jobs.values()) {
+      if (read === limit) break;
+      if (!DUE_STATUSES.includes(j.status) || j.runAt.getTime() > nowMs) continue;
+      read++;
+      const k = JSON.stringify([j.queue, j.type, j.status]);
+      const g = groups.get(k);
+      if (g) g.n++;
+      else groups.set(k, { queue: j.queue, type: j.type, status: j.status, n: 1 });
+    }
+    return dueCountsOf([...groups.values()], limit);
   }
 
   /** Per queue with due or running jobs: how many of each, and how long the oldest due one has waited. */

@@ -5,6 +5,7 @@ import { type Db, exec, run } from './db.js';
 import { NOW, type Row, type Tables, parseUtc, parseUtcOrNull } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 import type { JobSummary, JobSummaryQuery } from '../../core/search.js';
+import { type DueCounts, type DueCountsQuery, checkDueCounts, dueCountsOf } from '../../core/due-counts.js';
 import { jobSummary } from '../search-pages.js';
 import { MysqlMatchReader } from './search.js';
 
@@ -13,6 +14,18 @@ export function queuesSql(t: Tables) {
     countJobs: `-- leasehold countJobs: jobs per (queue, type, status), and how many of the due ones are due now
       SELECT queue, type, status, COUNT(*) AS n, SUM(status IN ('queued', 'failed') AND run_at <= ${NOW}) AS due
       FROM ${t.jobs} GROUP BY queue, type, status ORDER BY queue, type, status`,
+    // one arm per due status, each read in its claim index's order (no sort of every due row; no index hint, so doctor still
+    // answers with the index dropped); a type nobody handles leads
+    dueCounts: `-- leasehold dueCounts: due jobs by (queue, type, status), reading at most ? of them in claim order
+      SELECT queue, type, status, COUNT(*) AS n FROM (
+        SELECT queue, type, status FROM (
+          (SELECT queue, type, status, priority, run_at, id FROM ${t.jobs}
+           WHERE status = 'queued' AND run_at <= ${NOW} ORDER BY priority, run_at, id LIMIT ?)
+          UNION ALL
+          (SELECT queue, type, status, priority, run_at, id FROM ${t.jobs}
+           WHERE status = 'failed' AND run_at <= ${NOW} ORDER BY priority, run_at, id LIMIT ?)
+        ) AS arms ORDER BY priority, run_at, id LIMIT ?
+      ) AS d GROUP BY queue, type, status`,
     // two arms, each a range on status of an index that leads with it: finished rows are never read
     queueHealth: `-- leasehold queueHealth: per queue with due or running jobs, how many of each and the age of the oldest due job in µs
       SELECT queue, SUM(due) AS due, SUM(running) AS running, TIMESTAMPDIFF(MICROSECOND, MIN(oldest), ${NOW}) AS oldest_age_us
@@ -46,6 +59,12 @@ export class MysqlQueues extends SqlAggregate<Db, ReturnType<typeof queuesSql>> 
   async counts(): Promise<JobCount[]> {
     const rows = await this.db.one('countJobs', (c) => run(c, this.sql.countJobs));
     return rows.map((r) => ({ queue: String(r.queue), type: String(r.type), status: String(r.status) as JobStatus, count: Number(r.n), due: Number(r.due ?? 0) }));
+  }
+
+  async dueCounts(p?: DueCountsQuery): Promise<DueCounts> {
+    const { limit } = checkDueCounts(p);
+    const rows = await this.db.one('dueCounts', (c) => run(c, this.sql.dueCounts, [limit, limit, limit]));
+    return dueCountsOf(rows.map((r) => ({ queue: String(r.queue), type: String(r.type), status: String(r.status) as JobStatus, n: Number(r.n) })), limit);
   }
 
   async health(): Promise<QueueHealth[]> {

@@ -3,10 +3,12 @@
  * dashboard, the CLI and alerts; and which queues an operator paused (the claim leaves them).
  */
 import type { JobCount, QueueHealth, QueueState, QueueStore } from '../../core/storage.js';
+import type { JobStatus } from '../../core/status.js';
 import { type Db, type Row } from './db.js';
 import { NOW, date, dateOrNull, toJobCount } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 import type { JobSummary, JobSummaryQuery } from '../../core/search.js';
+import { type DueCounts, type DueCountsQuery, checkDueCounts, dueCountsOf } from '../../core/due-counts.js';
 import { jobSummary } from '../search-pages.js';
 import { PostgresMatchReader } from './search.js';
 
@@ -16,6 +18,13 @@ function queuesSql(s: string) {
 SELECT queue, type, status, count(*)::int AS count,
        (count(*) FILTER (WHERE status IN ('queued','failed') AND run_at <= ${NOW}))::int AS due
 FROM ${s}.jobs GROUP BY queue, type, status ORDER BY queue, type, status`,
+
+    /** $1 limit. Claim order over jobs_due_idx: a type nobody handles is never claimed, so its jobs lead. */
+    dueCounts: `-- leasehold dueCounts: due jobs by (queue, type, status), reading at most $1 of them in claim order
+SELECT queue, type, status, count(*)::int AS n FROM (
+  SELECT queue, type, status FROM ${s}.jobs WHERE status IN ('queued','failed') AND run_at <= ${NOW}
+  ORDER BY priority, run_at, id LIMIT $1
+) AS d GROUP BY queue, type, status`,
 
     /** Two arms, each matching a partial index (jobs_due_idx, jobs_running_lease_idx): finished rows are never read. */
     health: `-- leasehold queueHealth: per queue with due or running jobs, how many of each and the age of the oldest due job in ms
@@ -67,6 +76,12 @@ export class PostgresQueues extends SqlAggregate<Db, ReturnType<typeof queuesSql
 
   async counts(): Promise<JobCount[]> {
     return (await this.db.run('countJobs', this.sql.counts)).map(toJobCount);
+  }
+
+  async dueCounts(p?: DueCountsQuery): Promise<DueCounts> {
+    const { limit } = checkDueCounts(p);
+    const rows = await this.db.run('dueCounts', this.sql.dueCounts, [limit]);
+    return dueCountsOf(rows.map((r) => ({ queue: String(r.queue), type: String(r.type), status: String(r.status) as JobStatus, n: Number(r.n) })), limit);
   }
 
   async health(): Promise<QueueHealth[]> {

@@ -1,7 +1,9 @@
 /** What the queues hold on SQLite: counts per queue, type and status, each queue's health, and which are paused. */
 import type { JobCount, QueueHealth, QueueState, QueueStore } from '../../core/storage.js';
+import type { JobStatus } from '../../core/status.js';
 import type { SqliteDb } from './db.js';
 import type { JobSummary, JobSummaryQuery } from '../../core/search.js';
+import { type DueCounts, type DueCountsQuery, checkDueCounts, dueCountsOf } from '../../core/due-counts.js';
 import { jobSummary } from '../search-pages.js';
 import { SqliteMatchReader } from './search.js';
 
@@ -10,6 +12,12 @@ const QUEUE_SQL = {
     SELECT queue, type, status, count(*) AS count,
       sum(CASE WHEN status IN ('queued','failed') AND run_at <= @now THEN 1 ELSE 0 END) AS due
     FROM {p}jobs GROUP BY queue, type, status ORDER BY queue, type, status`,
+  // claim order over the claim index: a type nobody handles is never claimed, so its jobs lead
+  dueCounts: `-- leasehold queues.dueCounts: due jobs by (queue, type, status), reading at most @limit of them in claim order
+    SELECT queue, type, status, count(*) AS n FROM (
+      SELECT queue, type, status FROM {p}jobs WHERE status IN ('queued','failed') AND run_at <= @now
+      ORDER BY priority, run_at, id LIMIT @limit
+    ) GROUP BY queue, type, status`,
   // two arms, each over its partial index (due rows, running rows): finished rows are never read
   health: `-- leasehold queues.health: per queue with due or running jobs, how many of each and the oldest due run_at
     SELECT queue, sum(due) AS due, sum(running) AS running, min(oldest) AS oldest FROM (
@@ -55,6 +63,12 @@ export class SqliteQueues implements QueueStore {
     const now = this.db.now();
     const rows = this.db.read(() => this.db.stmt(QUEUE_SQL.counts).all({ now }) as JobCount[]);
     return rows.map((r) => ({ queue: r.queue, type: r.type, status: r.status, count: r.count, due: r.due }));
+  }
+
+  async dueCounts(p?: DueCountsQuery): Promise<DueCounts> {
+    const { limit } = checkDueCounts(p);
+    const now = this.db.now();
+    return dueCountsOf(this.db.read(() => this.db.stmt(QUEUE_SQL.dueCounts).all({ now, limit }) as { queue: string; type: string; status: JobStatus; n: number }[]), limit);
   }
 
   async health(): Promise<QueueHealth[]> {
