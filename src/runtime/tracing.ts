@@ -6,7 +6,7 @@
  * the rest only to spans that record. Without a registered tracer provider every span is a
  * non-recording no-op: nothing is stored and the handler runs in the caller's context unchanged.
  */
-import { INVALID_SPANID, INVALID_TRACEID, ROOT_CONTEXT, type Span, SpanKind, type SpanOptions, SpanStatusCode, type Tracer, context, trace } from '@opentelemetry/api';
+import { type Context, INVALID_SPANID, INVALID_TRACEID, ROOT_CONTEXT, type Span, SpanKind, type SpanOptions, SpanStatusCode, type Tracer, context, trace } from '@opentelemetry/api';
 import type { SpanContext } from '@opentelemetry/api';
 import type { ClaimedJob, NewJob } from '../core/storage.js';
 import type { WorkerObserver } from './observer.js';
@@ -97,6 +97,29 @@ function fail(span: Span, message: string): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message });
 }
 
+// the API's key for the active span, learnt from the API itself by asking it to set one
+let spanKey: symbol | undefined;
+const keyRecorder: Context = { getValue: () => undefined, setValue: (key) => ((spanKey = key), keyRecorder), deleteValue: () => keyRecorder };
+trace.setSpan(keyRecorder, trace.wrapSpanContext({ traceId: INVALID_TRACEID, spanId: INVALID_SPANID, traceFlags: 0 }));
+
+/**
+ * The context an attempt's handler runs in: its span and nothing else. The API's own context
+ * (trace.setSpan on the root) copies a map and makes three closures per attempt, which a busy
+ * worker pays for in collections; anything set on this one gets a context of the API's.
+ */
+class AttemptSpanContext implements Context {
+  constructor(private readonly span: Span) {}
+  getValue(key: symbol): unknown {
+    return key === spanKey ? this.span : undefined;
+  }
+  setValue(key: symbol, value: unknown): Context {
+    return trace.setSpan(ROOT_CONTEXT, this.span).setValue(key, value);
+  }
+  deleteValue(key: symbol): Context {
+    return key === spanKey ? ROOT_CONTEXT : this;
+  }
+}
+
 /** The worker's consumer span per attempt; the handler runs inside it. */
 export function tracingObserver(): WorkerObserver {
   const t = tracer();
@@ -118,14 +141,14 @@ export function tracingObserver(): WorkerObserver {
       const span = t.startSpan(start.name, optionsFor(job, start), ROOT_CONTEXT);
       if (!span.isRecording()) {
         // sampled out, it still tells the handler's own spans that its trace is not kept; the API's no-op span (no provider) has no trace to tell of
-        if (span.spanContext().traceId !== INVALID_TRACEID) context.with(trace.setSpan(ROOT_CONTEXT, span), run);
+        if (span.spanContext().traceId !== INVALID_TRACEID) context.with(new AttemptSpanContext(span), run);
         else run();
         return undefined;
       }
       span.setAttribute('messaging.message.id', job.id);
       span.setAttribute('leasehold.job.type', job.type);
       span.setAttribute('leasehold.job.attempt', job.attempts);
-      context.with(trace.setSpan(ROOT_CONTEXT, span), run);
+      context.with(new AttemptSpanContext(span), run);
       return {
         ended({ outcome, error }) {
           span.setAttribute('leasehold.attempt.outcome', outcome);

@@ -71,3 +71,26 @@ test('a sampled-out attempt keeps its handler\'s spans out of every trace; sampl
   assert.equal(consumers[0]?.attributes['leasehold.job.type'], 't', 'a kept span gets the rest');
   assert.equal(producer.attributes['messaging.batch.message_count'], 3);
 });
+
+test('the context a handler runs in behaves as the API\'s: values set on it keep the attempt\'s span, deleting the span removes it', async () => {
+  const storage = memoryStorage();
+  await storage.migrate();
+  const key = Symbol('app value');
+  const seen: { active: boolean; kept: boolean; value: unknown; deleted: boolean }[] = [];
+  const jobs = [
+    defineJob({
+      type: 'ctx',
+      handler: async () => {
+        const active = context.active();
+        const span = trace.getSpan(active);
+        const withValue = active.setValue(key, 42);
+        seen.push({ active: span !== undefined, kept: trace.getSpan(withValue) === span, value: withValue.getValue(key), deleted: trace.getSpan(trace.deleteSpan(active)) === undefined });
+        await context.with(withValue, async () => void assert.equal(context.active().getValue(key), 42));
+      },
+    }),
+  ];
+  await createClient({ storage, jobs }).enqueue('ctx', {});
+  const report = await new Worker({ storage, jobs, concurrency: 1, sweeper: false, scheduler: false, logger: new LogCapture().logger }).drain({ maxMs: 10_000 });
+  assert.equal(report.outcomes.succeeded, 1);
+  assert.deepEqual(seen, [{ active: true, kept: true, value: 42, deleted: true }]);
+});

@@ -10,7 +10,8 @@
  * AsyncLocalStorage context manager; jobs are enqueued under it, so each recorded enqueue's
  * jobs carry its traceparent) or `sdk@R` (the same SDK keeping a fraction R of traces:
  * ParentBased(TraceIdRatioBased(R))); `nospans` turns leasehold's spans off with an SDK
- * registered (what registering the SDK costs by itself). Older names: `tracing` = sdk, `api-only` = api,
+ * registered (what registering the SDK costs by itself); `build2` runs the build at
+ * BENCH_LEASEHOLD_SRC2 instead (two builds side by side). Older names: `tracing` = sdk, `api-only` = api,
  * `observed` = metrics+sdk, `sampled` = metrics+sdk@0.01 (the default). Several modes,
  * comma-separated, run side by side with bare in the same run. Each run is a child process
  * (this file with `--child mode db n c`; PROFILE_OUT profiles a child's drain) on a database,
@@ -30,12 +31,12 @@ interface Run { jobsPerS: number; usPerJob: number; spans: number }
 const args = process.argv.slice(2);
 const ALIASES: Record<string, string> = { tracing: 'sdk', 'api-only': 'api', observed: 'metrics+sdk', sampled: 'metrics+sdk@0.01' };
 /** What a mode turns on: metrics, leasehold's spans, an SDK and the fraction of traces it keeps. */
-interface Setup { metrics: boolean; spans: boolean; sdk: boolean; ratio: number }
+interface Setup { metrics: boolean; spans: boolean; sdk: boolean; ratio: number; build: string }
 function setup(mode: string): Setup {
   const parts = (ALIASES[mode] ?? mode).split('+');
   const sdk = parts.find((p) => p === 'sdk' || p.startsWith('sdk@'));
-  for (const p of parts) if (p !== 'bare' && p !== 'metrics' && p !== 'api' && p !== 'nospans' && p !== sdk) throw new Error(`unknown mode part ${p} in ${mode}`);
-  return { metrics: parts.includes('metrics'), spans: (parts.includes('api') || sdk !== undefined) && !parts.includes('nospans'), sdk: sdk !== undefined, ratio: sdk?.startsWith('sdk@') ? Number(sdk.slice(4)) : 1 };
+  for (const p of parts) if (p !== 'bare' && p !== 'metrics' && p !== 'api' && p !== 'nospans' && p !== 'build2' && p !== sdk) throw new Error(`unknown mode part ${p} in ${mode}`);
+  return { metrics: parts.includes('metrics'), spans: (parts.includes('api') || sdk !== undefined) && !parts.includes('nospans'), sdk: sdk !== undefined, ratio: sdk?.startsWith('sdk@') ? Number(sdk.slice(4)) : 1, build: (parts.includes('build2') ? process.env.BENCH_LEASEHOLD_SRC2 : process.env.BENCH_LEASEHOLD_SRC) || '../../../dist/index.js' };
 }
 if (args[0] === '--child') await child(args[1] as string, args[2] as Db, Number(args[3]), Number(args[4]));
 else parent(args);
@@ -66,7 +67,7 @@ function parent([db = 'sqlite', n = '20000', c = '10', reps = '6', others = 'sam
 }
 
 async function child(mode: string, db: Db, n: number, c: number): Promise<void> {
-  const { metrics: metered, spans: tracing, sdk, ratio } = setup(mode);
+  const { metrics: metered, spans: tracing, sdk, ratio, build } = setup(mode);
   process.env.LEASEHOLD_LOG_LEVEL ??= 'silent';
   let exported = 0;
   let flush = async () => {};
@@ -86,7 +87,7 @@ async function child(mode: string, db: Db, n: number, c: number): Promise<void> 
     flush = () => provider.forceFlush();
     memoryCount = () => memory.getFinishedSpans().length;
   }
-  const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../dist/index.js')) as typeof import('../../../src/index.ts');
+  const lh = (await import(build)) as typeof import('../../../src/index.ts');
   const own = await ownDatabase(db);
   const setupStorage = await lh.openStorage(own.url);
   await setupStorage.migrate();
@@ -131,7 +132,9 @@ async function child(mode: string, db: Db, n: number, c: number): Promise<void> 
   await producerStorage.close();
   await own.drop();
   const cpuUs = cpu.user + cpu.system;
-  console.log(JSON.stringify({ mode, db, n, c, jobsPerS: Math.round(n / (wall / 1000)), usPerJob: Math.round((10 * cpuUs) / n) / 10, spans: exported + memoryCount(), ...(metrics ? { scrapeMs } : {}) }));
+  // jobs per claim: a slower runtime claims smaller batches, and every statement costs the database and the driver
+  const claims = Number(/^leasehold_claim_batch_size_count(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? Number.NaN);
+  console.log(JSON.stringify({ mode, db, n, c, jobsPerS: Math.round(n / (wall / 1000)), usPerJob: Math.round((10 * cpuUs) / n) / 10, spans: exported + memoryCount(), ...(metrics ? { scrapeMs, jobsPerClaim: Math.round((10 * n) / claims) / 10 } : {}) }));
   process.exit(0);
 }
 

@@ -6,7 +6,8 @@
  * Modes (comma-separated): `api` (leasehold's spans, no SDK registered), `sdk` (an SDK
  * recording every span: BasicTracerProvider, a BatchSpanProcessor into an exporter that drops
  * what it is given, the AsyncLocalStorage context manager), `sdk@R` (the same keeping a fraction
- * R of traces: ParentBased(TraceIdRatioBased(R))). A fifth argument `linked` gives every
+ * R of traces: ParentBased(TraceIdRatioBased(R))); a mode ending in `+build2` runs the build at
+ * BENCH_LEASEHOLD_SRC2 instead (two builds alternated in one run). A fifth argument `linked` gives every
  * claimed job a stored traceparent, as jobs enqueued in a recorded trace carry.
  * BENCH_PROCESSOR=none registers no span processor (spans are made and recorded, then dropped
  * at end: what the batch processor's queue and export cost shows against it);
@@ -42,8 +43,10 @@ function parent([n = '200000', c = '10', reps = '5', others = 'api,sdk@0.01,sdk'
   }
 }
 
-async function child(mode: string, n: number, c: number, linked: boolean): Promise<void> {
+async function child(modeArg: string, n: number, c: number, linked: boolean): Promise<void> {
   process.env.LEASEHOLD_LOG_LEVEL ??= 'silent';
+  const mode = modeArg.replace(/\+build2$/, '');
+  const build = (mode === modeArg ? process.env.BENCH_LEASEHOLD_SRC : process.env.BENCH_LEASEHOLD_SRC2) || '../../../dist/index.js';
   if (mode.startsWith('sdk')) {
     const { context, trace } = await import('@opentelemetry/api');
     const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
@@ -55,8 +58,8 @@ async function child(mode: string, n: number, c: number, linked: boolean): Promi
     const spanProcessors = process.env.BENCH_PROCESSOR === 'none' ? [] : [new BatchSpanProcessor(exporter, { maxQueueSize: 4096, maxExportBatchSize: 512, scheduledDelayMillis: 500 })];
     trace.setGlobalTracerProvider(new BasicTracerProvider({ sampler, spanProcessors }));
   }
-  const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../dist/index.js')) as typeof import('../../../src/index.ts');
-  const { memoryStorage } = (await import(process.env.BENCH_LEASEHOLD_SRC ? process.env.BENCH_LEASEHOLD_SRC.replace(/index\.(ts|js)$/, 'storage/memory/index.$1') : '../../../dist/storage/memory/index.js')) as typeof import('../../../src/storage/memory/index.ts');
+  const lh = (await import(build)) as typeof import('../../../src/index.ts');
+  const { memoryStorage } = (await import(build.replace(/index\.(ts|js)$/, 'storage/memory/index.$1'))) as typeof import('../../../src/storage/memory/index.ts');
   const memory = memoryStorage();
   await memory.migrate();
   const noop = lh.defineJob({ type: 'noop', handler: () => {} });
