@@ -1,15 +1,16 @@
 /**
- * The client's enqueue path: each item validated and given its defaults (unknown type, schema,
- * JSON, size, options) before one insert writes them all, traced, and local workers woken.
+ * The client's enqueue paths: each item validated and given its defaults (unknown type, schema,
+ * JSON, size, options) before one insert writes them all, traced, and local workers woken. The
+ * synchronous one writes in the caller's synchronous transaction (better-sqlite3's `db.transaction`).
  */
 import type { JobDefaults } from '../core/index.js';
-import { UnknownJobTypeError, ValidationError, buildNewJob } from '../core/index.js';
-import type { NewJob, Storage } from '../core/storage.js';
+import { NotSupportedError, UnknownJobTypeError, ValidationError, buildNewJob } from '../core/index.js';
+import type { InsertResult, NewJob, Storage, SyncJobInsert } from '../core/storage.js';
 import { NO_OPTIONS, defaultsFor, enqueueAnswers, sameValueZero, withKeyOf } from './client-input.js';
 import { LocalBus } from './env.js';
-import { type JobRegistry, validateWithSchema } from './job-definition.js';
+import { type JobRegistry, validateWithSchema, validateWithSchemaSync } from './job-definition.js';
 import type { EnqueueItem, EnqueuedJob } from './job-types.js';
-import { startSend } from './tracing.js';
+import { type SendSpan, startSend } from './tracing.js';
 
 /** Validates and writes a client's enqueues. */
 export class Enqueuer {
@@ -32,7 +33,7 @@ export class Enqueuer {
     // payload schema (the one asynchronous check), item by item as before.
     const rows: NewJob[] = [];
     for (const item of items) {
-      const row = this.#prepare(item);
+      const row = this.#prepare(item, null);
       rows.push(row instanceof Promise ? await row : row);
     }
     const send = startSend(rows);
@@ -43,6 +44,35 @@ export class Enqueuer {
       send?.failed(e);
       throw e;
     }
+    return this.#answer(results, send);
+  }
+
+  /**
+   * As {@link Enqueuer.enqueueMany}, written on the caller's handle in their open transaction
+   * before it returns: every check runs synchronously and nothing is awaited.
+   *
+   * @param caller - the method called, for errors
+   */
+  enqueueManySync(items: readonly EnqueueItem[], caller: string): EnqueuedJob[] {
+    if (items.length === 0) return [];
+    const store = this.storage.jobs as Partial<SyncJobInsert>;
+    if (typeof store.insertSync !== 'function') throw new NotSupportedError(caller, this.storage.dialect);
+    const tx = this.#sharedTx(items);
+    if (tx === undefined || tx === null) throw new ValidationError('INVALID_OPTION', `${caller} writes only in your transaction: give it as \`tx\` (or await enqueue(…) without one)`);
+    const rows = items.map((item) => this.#prepare(item, caller) as NewJob);
+    const send = startSend(rows);
+    let results;
+    try {
+      results = store.insertSync({ jobs: rows, tx });
+    } catch (e) {
+      send?.failed(e);
+      throw e;
+    }
+    return this.#answer(results, send);
+  }
+
+  /** The insert's results as jobs, the span ended, and local workers woken for new ones. */
+  #answer(results: InsertResult[], send: SendSpan | undefined): EnqueuedJob[] {
     send?.written(results.map((r) => r.job.id));
     const { jobs, woken: created } = enqueueAnswers(results);
     // Inside a caller's transaction the job is not visible until they commit; waking local
@@ -63,8 +93,11 @@ export class Enqueuer {
     return tx;
   }
 
-  /** Validation and defaults for one item; a promise only when a payload schema must run. */
-  #prepare(item: EnqueueItem): NewJob | Promise<NewJob> {
+  /**
+   * Validation and defaults for one item; a promise only when a payload schema must run and no
+   * `syncCaller` is given (then the schema must answer at once).
+   */
+  #prepare(item: EnqueueItem, syncCaller: string | null): NewJob | Promise<NewJob> {
     const options = item.options ?? NO_OPTIONS;
     const now = options.unique?.mode === 'period' ? Date.now() : 0;
     if (!this.registry) return buildNewJob(item.type, item.payload, options, this.defaults, this.maxPayloadBytes, now);
@@ -75,6 +108,7 @@ export class Enqueuer {
     // the handler, so a transform's output (a Date, a number from a string) never has to be JSON.
     const build = (output: unknown) => buildNewJob(item.type, item.payload, withKeyOf(def, output, options), defaults, this.maxPayloadBytes, now);
     if (!def.schema) return build(item.payload);
+    if (syncCaller !== null) return build(validateWithSchemaSync(item.type, def.schema, item.payload, syncCaller));
     return validateWithSchema(item.type, def.schema, item.payload).then(build);
   }
 }

@@ -82,6 +82,34 @@ export class Client<const J extends JobList = any> {
   }
 
   /**
+   * Enqueue one job inside your synchronous SQLite transaction, written before it returns: for
+   * better-sqlite3's `db.transaction(fn)`, where nothing can be awaited. Checked as `enqueue`
+   * is, before anything is written, except that a schema which validates asynchronously is
+   * refused. The job exists once your transaction commits; a throw that rolls it back leaves none.
+   *
+   * @example
+   * ```ts
+   * const placeOrder = db.transaction((orderId: number) => {
+   *   db.prepare('INSERT INTO orders (id) VALUES (?)').run(orderId);
+   *   client.enqueueSync('send-receipt', { orderId }, { tx: db });
+   * });
+   * ```
+   *
+   * @param type - a type of the client's job list
+   * @param payload - what that type takes: its schema's input
+   * @param options - as `enqueue`'s; `tx` is required: your better-sqlite3 `Database` (or
+   *   node:sqlite `DatabaseSync`) on the storage's file, inside its open transaction
+   * @returns the job written, or the one an idempotency or unique key matched (`created: false`)
+   * @throws `ValidationError` (as `enqueue`; `INVALID_OPTION` for an asynchronous schema or a
+   *   `tx` that is no open transaction on the storage's file), `NotSupportedError` on a storage
+   *   that cannot write synchronously (PostgreSQL, MySQL, memory: use `enqueue`)
+   */
+  enqueueSync<T extends JobTypeName<J>>(type: T, payload: JobInput<J, T>, options: EnqueueItemOptions & { tx: unknown }): EnqueuedJob {
+    const [job] = this.#enqueuer.enqueueManySync([{ type, payload, options } as EnqueueItem], 'enqueueSync');
+    return job as EnqueuedJob;
+  }
+
+  /**
    * Enqueue many jobs in one transaction: all are written, or (on bad input) none. Every item is
    * validated first; items that give `tx` must all give the same one.
    *

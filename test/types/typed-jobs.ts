@@ -7,7 +7,7 @@ import { type } from 'arktype';
 import { expectTypeOf } from 'expect-type';
 import * as v from 'valibot';
 import { z } from 'zod';
-import { type Client, type JobContext, type ScheduleFor, type Storage, Worker, createClient, defineJob } from '../../src/index.js';
+import { type Client, type EnqueuedJob, type JobContext, type ScheduleFor, type Storage, Worker, createClient, defineJob } from '../../src/index.js';
 
 declare const storage: Storage;
 
@@ -68,6 +68,16 @@ void client.enqueue('report', { day: 20300101 });
 void client.enqueue('cleanup', { keepLast: 'all' });
 // @ts-expect-error options are checked too
 void client.enqueue('cleanup', {}, { delay: 5 });
+
+// enqueueSync (inside a synchronous transaction): typed as enqueue, `tx` required, answers at once
+declare const db: unknown;
+expectTypeOf(client.enqueueSync('send-email', { to: 'a@example.com' }, { tx: db })).toEqualTypeOf<EnqueuedJob>();
+// @ts-expect-error not a type of the list
+client.enqueueSync('send-emial', { to: 'a@example.com' }, { tx: db });
+// @ts-expect-error `to` is a string
+client.enqueueSync('send-email', { to: 1 }, { tx: db });
+// @ts-expect-error `tx` is required: it writes only in your transaction
+client.enqueueSync('cleanup', {}, {});
 
 // enqueueMany: each item's payload is its own type's
 void client.enqueueMany([
