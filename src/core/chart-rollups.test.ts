@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ROLLUP_SLOT_MS, missingRuns, rolledUntil, slotsOf, withRollups } from './chart-rollups.js';
+import { CHART_RANGES, seriesStart } from './charts.js';
+import { ROLLUP_SLOT_MS, missingRuns, newestMissing, rolledUntil, slotsOf, warmWindow, withRollups } from './chart-rollups.js';
 
 const S = ROLLUP_SLOT_MS;
 
@@ -18,6 +19,21 @@ describe('counted slots', () => {
     assert.deepEqual(runs, [[0, S], [3 * S, 5 * S]]);
     assert.deepEqual(slotsOf(runs), [0, 3 * S, 4 * S]);
     assert.deepEqual(missingRuns(0, 0, new Set()), []);
+  });
+
+  it('a warm-up takes the newest slots not counted yet, at most its limit', () => {
+    assert.deepEqual(newestMissing(0, 10 * S, new Set([9 * S, 7 * S]), 2), [[6 * S, 7 * S], [8 * S, 9 * S]]);
+    assert.deepEqual(newestMissing(0, 10 * S, new Set([9 * S, 7 * S]), 4), [[4 * S, 7 * S], [8 * S, 9 * S]]);
+    assert.deepEqual(newestMissing(2 * S, 4 * S, new Set(), 10), [[2 * S, 4 * S]], 'never before the window');
+    assert.deepEqual(newestMissing(0, 3 * S, new Set([0, S, 2 * S]), 5), []);
+  });
+
+  it('the warm-up window holds every closed slot of the week chart', () => {
+    const now = 1_700_000_123_456;
+    const w = warmWindow(now);
+    assert.equal(w.until, rolledUntil(now, now - 8 * 86_400_000, { bucketMs: S, buckets: 8 * 96 }), 'up to the last slot a chart reads counted');
+    assert.ok(w.from <= seriesStart(now, CHART_RANGES.week) && w.from <= seriesStart(now, CHART_RANGES.day));
+    assert.equal((w.until - w.from) % S, 0);
   });
 
   it('adds counted rows to the open part’s own counts', () => {

@@ -6,6 +6,8 @@
  * week of attempts. A window of buckets that are not whole slots, and the slots still open, are
  * counted from the attempts themselves. Decided here: which slots, and how the two merge.
  */
+import { CHART_RANGES } from './charts.js';
+import { ValidationError } from './errors.js';
 import type { AttemptSeries, AttemptSeriesQuery } from './charts.js';
 import type { AttemptOutcome } from './status.js';
 
@@ -16,6 +18,9 @@ export const ROLLUP_GRACE_MS = 60_000;
 export const ROLLUP_KEEP_MS = 32 * 86_400_000;
 /** how many slots one marker insert names */
 export const ROLLUP_MARKERS_PER_INSERT = 500;
+
+/** slots the sweeper counts per maintenance pass: a day of history in an hour of passes, bounded work each */
+export const ROLLUP_SLOTS_PER_SWEEP = 24;
 
 export type RollupKind = 'outcome' | 'failure' | 'run' | 'wait';
 
@@ -42,6 +47,36 @@ export function missingRuns(from: number, until: number, counted: ReadonlySet<nu
     const last = runs[runs.length - 1];
     if (last && last[1] === slot) last[1] = slot + ROLLUP_SLOT_MS;
     else runs.push([slot, slot + ROLLUP_SLOT_MS]);
+  }
+  return runs;
+}
+
+/** The slot count of attempts.rollUp: a whole number from 1 to a week of slots. */
+export function checkRollUp(p: { slots: number }): number {
+  const v = p?.slots;
+  const max = (7 * 86_400_000) / ROLLUP_SLOT_MS;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max) throw new ValidationError('INVALID_OPTION', `slots must be a whole number from 1 to ${max}; got ${String(v)}`);
+  return v;
+}
+
+/** The slots a warm-up may count: the longest chart window's, up to the last closed slot. */
+export function warmWindow(nowMs: number): { from: number; until: number } {
+  const until = Math.floor((nowMs - ROLLUP_GRACE_MS) / ROLLUP_SLOT_MS) * ROLLUP_SLOT_MS;
+  const span = Math.max(...Object.values(CHART_RANGES).filter((r) => r.bucketMs % ROLLUP_SLOT_MS === 0).map((r) => r.buckets * r.bucketMs));
+  // one slot more: a window that starts on a slot's edge mid-way through it still finds it counted
+  return { from: until - span - ROLLUP_SLOT_MS, until };
+}
+
+/** The newest `limit` slots of [from, until) not counted yet, as runs: a chart asks for recent windows first. */
+export function newestMissing(from: number, until: number, counted: ReadonlySet<number>, limit: number): [number, number][] {
+  const runs: [number, number][] = [];
+  let taken = 0;
+  for (let slot = until - ROLLUP_SLOT_MS; slot >= from && taken < limit; slot -= ROLLUP_SLOT_MS) {
+    if (counted.has(slot)) continue;
+    taken++;
+    const first = runs[0];
+    if (first && first[0] === slot + ROLLUP_SLOT_MS) first[0] = slot;
+    else runs.unshift([slot, slot + ROLLUP_SLOT_MS]);
   }
   return runs;
 }

@@ -192,6 +192,8 @@ export interface AttemptStore {
   outcomes(params: { sinceMs: number }): Promise<AttemptOutcomeCount[]>;
   /** Ended attempts counted per time bucket: by outcome, failures by type, run time and wait in histogram bins. */
   series(params: AttemptSeriesQuery): Promise<AttemptSeries>;
+  /** Count up to `slots` closed slots of the week not counted yet, newest first, so a chart reads them counted; how many (0 where nothing is kept counted). */
+  rollUp(params: { slots: number }): Promise<number>;
 }
 
 /** The effect ledger behind `ctx.once`. */

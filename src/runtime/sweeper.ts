@@ -2,9 +2,11 @@
  * The sweeper: brings back jobs whose lease expired (a worker crashed, hung or was paused),
  * in small batches, each rescue a guarded write that lands only if the lease is still
  * expired, so two sweepers never rescue one job twice and a worker that finishes at the last
- * moment wins cleanly. It also prunes finished jobs past retention and forgets silent workers.
+ * moment wins cleanly. It also prunes finished jobs past retention, forgets silent workers and
+ * counts closed chart slots ahead of the dashboard's charts.
  */
 import { DEFAULT_RETRY_POLICY, SWEEP_BATCH, decideRescue } from '../core/index.js';
+import { ROLLUP_SLOTS_PER_SWEEP } from '../core/chart-rollups.js';
 import type { Storage } from '../core/storage.js';
 import { findUnhandled } from './client.js';
 import type { Logger } from './env.js';
@@ -121,5 +123,7 @@ export class Sweeper {
       this.log.warn({ event: 'jobs.unhandled', unhandled }, 'due jobs wait for a worker with a handler for their type');
     }
     this.#reportedUnhandled = key;
+    // a few closed chart slots counted per pass, so a day or week chart reads them counted
+    await this.storage.attempts.rollUp({ slots: ROLLUP_SLOTS_PER_SWEEP });
   }
 }

@@ -17,6 +17,7 @@ import { adminTests } from './admin.js';
 import { chartTests } from './charts.js';
 import { countTests } from './counts.js';
 import { dueCountTests } from './due-counts.js';
+import { rollUpTests } from './rollups.js';
 import { bulkTests } from './bulk.js';
 import { effectTests } from './effects.js';
 import { eventTests } from './events.js';
@@ -30,6 +31,7 @@ import { queueFlowTests } from './queue-flow.js';
 import { lockTests } from './locks.js';
 import { observeTests } from './observe.js';
 import { raceTests } from './races.js';
+import { resultTests } from './results.js';
 import { scheduleTests } from './schedules.js';
 import { searchTests } from './search.js';
 import { sweepTests } from './sweep.js';
@@ -66,5 +68,7 @@ export function runStorageConformance(h: ConformanceHarness): void {
     countTests(h);
     dueCountTests(h);
     chartTests(h);
+    rollUpTests(h);
+    resultTests(h);
   });
 }

@@ -16,6 +16,10 @@ import { CHART_RANGES, FAILURE_OUTCOMES, binOf } from '../../src/core/charts.js'
 import type { AttemptOutcome } from '../../src/core/status.js';
 import type { AttemptSeries, AttemptSeriesQuery, Storage } from '../../src/core/storage.js';
 import { sqliteStorage } from '../../src/storage/sqlite/index.js';
+import { ROLLUP_SLOTS_PER_SWEEP, warmWindow } from '../../src/core/chart-rollups.js';
+import { JobRegistry } from '../../src/runtime/job-definition.js';
+import { Sweeper } from '../../src/runtime/sweeper.js';
+import pino from 'pino';
 import { serverFor } from '../support/databases.js';
 import { job } from './sqlite-support.js';
 import { postgresFixtures } from './postgres-support.js';
@@ -30,10 +34,11 @@ interface Planted {
   waitMs: number;
 }
 
-/** Writes attempt rows finished `agoMs` before `now`, and deletes them all. */
+/** Writes attempt rows finished `agoMs` before `now`, deletes them all, and counts the counted slots. */
 interface Raw {
   plant(rows: readonly (Planted & { finishedAt: Date; token: string })[]): Promise<void>;
   forget(): Promise<void>;
+  slots(): Promise<number>;
 }
 
 const MIN = 60_000;
@@ -68,8 +73,8 @@ function assertSeries(s: AttemptSeries, rows: readonly (Planted & { finishedAt: 
   assert.deepEqual(flat(s.wait, 'bin'), want.wait, `${what}: wait`);
 }
 
-/** The test every SQL database runs, given a migrated storage and raw access to its attempts. */
-async function weekOfAttempts(s: Storage, raw: Raw): Promise<void> {
+/** Attempts at every AGO (three each), of two jobs, planted. */
+async function plantWeek(s: Storage, raw: Raw) {
   const ids = (await s.jobs.insert({ jobs: [job('roll-a'), job('roll-b')] })).map((r) => r.job.id);
   const now = (await s.now()).getTime();
   const rows = AGO.flatMap((ago, i) => [0, 1, 2].map((k) => ({
@@ -78,6 +83,29 @@ async function weekOfAttempts(s: Storage, raw: Raw): Promise<void> {
     finishedAt: new Date(now - ago - k * 1000), token: `tok-${i}-${k}`,
   })));
   await raw.plant(rows);
+  return rows;
+}
+
+/** The sweeper's maintenance counts a few closed slots per pass, newest first; passes enough for the week leave a chart nothing to count. */
+async function warmedBySweeps(s: Storage, raw: Raw): Promise<void> {
+  const rows = await plantWeek(s, raw);
+  const sweeper = new Sweeper(s, new JobRegistry([]), pino({ level: 'silent' }), Math.random, { intervalMs: 1_000_000, retention: false, workerSilenceMs: 60_000 });
+  await sweeper.maintain();
+  assert.equal(await raw.slots(), ROLLUP_SLOTS_PER_SWEEP, 'one pass: its few slots');
+  const w = warmWindow((await s.now()).getTime());
+  const passes = Math.ceil((w.until - w.from) / (15 * MIN) / ROLLUP_SLOTS_PER_SWEEP);
+  for (let i = 1; i < passes; i++) await sweeper.maintain();
+  assert.ok((await raw.slots()) >= (w.until - w.from) / (15 * MIN), 'every slot of the week counted by the passes');
+  // with the attempts gone, the charts can only show what the sweeps counted
+  await raw.forget();
+  const closed = rows.filter((r) => r.agoMs >= 20 * MIN && r.agoMs < 7 * 24 * HOUR);
+  assertSeries(await s.attempts.series(CHART_RANGES.day), closed, CHART_RANGES.day, 'day, from the sweeps');
+  assertSeries(await s.attempts.series(CHART_RANGES.week), closed, CHART_RANGES.week, 'week, from the sweeps');
+}
+
+/** The test every SQL database runs, given a migrated storage and raw access to its attempts. */
+async function weekOfAttempts(s: Storage, raw: Raw): Promise<void> {
+  const rows = await plantWeek(s, raw);
   const hour = await s.attempts.series(CHART_RANGES.hour);
   assertSeries(hour, rows, CHART_RANGES.hour, 'hour');
   const week = await s.attempts.series(CHART_RANGES.week);
@@ -94,68 +122,84 @@ async function weekOfAttempts(s: Storage, raw: Raw): Promise<void> {
   assertSeries(await s.attempts.series(CHART_RANGES.hour), [], CHART_RANGES.hour, 'hour, attempts deleted');
 }
 
+const CASES = [
+  ['a week of attempts, then the same with the attempts deleted', weekOfAttempts],
+  ['sweeps count the closed slots, and the charts read them', warmedBySweeps],
+] as const;
+
 describe('attempts.series over counted slots: sqlite', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'leasehold-rollups-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('a week of attempts, then the same with the attempts deleted', async () => {
-    const file = path.join(dir, 'jobs.db');
-    const s = sqliteStorage({ path: file });
-    await s.migrate();
-    const conn = new Database(file);
-    try {
-      await weekOfAttempts(s, {
-        plant: async (rows) => {
-          const ins = conn.prepare(`INSERT INTO leasehold_job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome, wait_ms)
-            VALUES (?, 1, 'w', ?, ?, ?, ?, ?, ?)`);
-          for (const r of rows) ins.run(Number(r.jobId), r.token, r.finishedAt.getTime() - r.durationMs, r.finishedAt.getTime(), r.durationMs, r.outcome, r.waitMs);
-        },
-        forget: async () => void conn.exec('DELETE FROM leasehold_job_attempts'),
-      });
-    } finally {
-      conn.close();
-      await s.close();
-    }
-  });
+  for (const [name, run] of CASES) {
+    it(name, async () => {
+      const file = path.join(dir, `${run.name}.db`);
+      const s = sqliteStorage({ path: file });
+      await s.migrate();
+      const conn = new Database(file);
+      try {
+        await run(s, {
+          plant: async (rows) => {
+            const ins = conn.prepare(`INSERT INTO leasehold_job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome, wait_ms)
+              VALUES (?, 1, 'w', ?, ?, ?, ?, ?, ?)`);
+            for (const r of rows) ins.run(Number(r.jobId), r.token, r.finishedAt.getTime() - r.durationMs, r.finishedAt.getTime(), r.durationMs, r.outcome, r.waitMs);
+          },
+          forget: async () => void conn.exec('DELETE FROM leasehold_job_attempts'),
+          slots: async () => (conn.prepare(`SELECT count(*) AS n FROM leasehold_attempt_rollups WHERE kind = 'slot'`).get() as { n: number }).n,
+        });
+      } finally {
+        conn.close();
+        await s.close();
+      }
+    });
+  }
 });
 
 const pgUrl = await serverFor('postgres', 'attempts.series over counted slots: postgres');
 describe('attempts.series over counted slots: postgres', { skip: pgUrl === null }, () => {
   const fx = postgresFixtures(pgUrl);
 
-  it('a week of attempts, then the same with the attempts deleted', async () => {
-    const s = fx.fresh();
-    await s.migrate();
-    const c = await fx.client();
-    await weekOfAttempts(s, {
-      plant: async (rows) => {
-        for (const r of rows) {
-          await c.query(`INSERT INTO "${s.schema}".job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome, wait_ms)
-            VALUES ($1, 1, 'w', $2, $3, $4, $5, $6, $7)`, [r.jobId, r.token, new Date(r.finishedAt.getTime() - r.durationMs), r.finishedAt, r.durationMs, r.outcome, r.waitMs]);
-        }
-      },
-      forget: async () => void (await c.query(`DELETE FROM "${s.schema}".job_attempts`)),
+  for (const [name, run] of CASES) {
+    it(name, async () => {
+      const s = fx.fresh();
+      await s.migrate();
+      const c = await fx.client();
+      await run(s, {
+        plant: async (rows) => {
+          for (const r of rows) {
+            await c.query(`INSERT INTO "${s.schema}".job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome, wait_ms)
+              VALUES ($1, 1, 'w', $2, $3, $4, $5, $6, $7)`, [r.jobId, r.token, new Date(r.finishedAt.getTime() - r.durationMs), r.finishedAt, r.durationMs, r.outcome, r.waitMs]);
+          }
+        },
+        forget: async () => void (await c.query(`DELETE FROM "${s.schema}".job_attempts`)),
+        slots: async () => Number((await c.query(`SELECT count(*) AS n FROM "${s.schema}".attempt_rollups WHERE kind = 'slot'`)).rows[0].n),
+      });
     });
-  });
+  }
 });
 
 const myUrl = await serverFor('mysql', 'attempts.series over counted slots: mysql');
 describe('attempts.series over counted slots: mysql', { skip: myUrl === null }, () => {
   const server = throwawayDatabase(myUrl);
 
-  it('a week of attempts, then the same with the attempts deleted', async () => {
-    const s = server.make();
-    await s.migrate();
-    const admin: mysql.Connection = server.adminConnection();
-    const utc = (d: Date): string => d.toISOString().slice(0, 23).replace('T', ' ');
-    await weekOfAttempts(s, {
-      plant: async (rows) => {
-        for (const r of rows) {
-          await admin.query(`INSERT INTO \`${server.db}\`.leasehold_job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome, wait_ms)
-            VALUES (?, 1, 'w', ?, ?, ?, ?, ?, ?)`, [r.jobId, r.token, utc(new Date(r.finishedAt.getTime() - r.durationMs)), utc(r.finishedAt), r.durationMs, r.outcome, r.waitMs]);
-        }
-      },
-      forget: async () => void (await admin.query(`DELETE FROM \`${server.db}\`.leasehold_job_attempts`)),
+  for (const [i, [name, run]] of CASES.entries()) {
+    it(name, async () => {
+      // one database per describe: each case its own tables
+      const prefix = `c${i}_`;
+      const s = server.make({ tablePrefix: prefix });
+      await s.migrate();
+      const admin: mysql.Connection = server.adminConnection();
+      const utc = (d: Date): string => d.toISOString().slice(0, 23).replace('T', ' ');
+      await run(s, {
+        plant: async (rows) => {
+          for (const r of rows) {
+            await admin.query(`INSERT INTO \`${server.db}\`.${prefix}job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome, wait_ms)
+              VALUES (?, 1, 'w', ?, ?, ?, ?, ?, ?)`, [r.jobId, r.token, utc(new Date(r.finishedAt.getTime() - r.durationMs)), utc(r.finishedAt), r.durationMs, r.outcome, r.waitMs]);
+          }
+        },
+        forget: async () => void (await admin.query(`DELETE FROM \`${server.db}\`.${prefix}job_attempts`)),
+        slots: async () => Number(((await admin.query(`SELECT count(*) AS n FROM \`${server.db}\`.${prefix}attempt_rollups WHERE kind = 'slot'`))[0] as { n: number }[])[0]!.n),
+      });
     });
-  });
+  }
 });

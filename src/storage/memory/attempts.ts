@@ -1,5 +1,6 @@
 /** Every attempt's history row, kept in memory as its own row from claim to finish. */
 import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
+import { checkRollUp } from '../../core/chart-rollups.js';
 import { attemptOut, type MemoryDb } from './db.js';
 import type { AttemptSeries, AttemptSeriesQuery } from '../../core/charts.js';
 import { attemptSeries } from './series.js';
@@ -17,6 +18,12 @@ export class MemoryAttempts implements AttemptStore {
   }
 
   /** Ended attempts with finished_at >= now - sinceMs, counted by their job's type and queue. */
+  /** Nothing is kept counted in memory: a chart counts the attempts themselves. */
+  async rollUp(p: { slots: number }): Promise<number> {
+    checkRollUp(p);
+    return 0;
+  }
+
   /** Ended attempts per time bucket (./series.ts). */
   async series(p: AttemptSeriesQuery): Promise<AttemptSeries> {
     return attemptSeries(this.db, p);

@@ -4,6 +4,7 @@
  * its finish writes its row, and is read from there.
  */
 import type { AttemptOutcome } from '../../core/status.js';
+import { checkRollUp } from '../../core/chart-rollups.js';
 import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
 import { type Db, run } from './db.js';
 import { NOW, type Tables, idParam, micros, toAttemptRow } from './sql.js';
@@ -43,6 +44,11 @@ export class MysqlAttempts extends SqlAggregate<Db, ReturnType<typeof attemptsSq
     const id = idParam(p.jobId);
     if (id === null) return [];
     return (await this.db.one('listAttempts', (c) => run(c, this.sql.listAttempts, [id, id]))).map(toAttemptRow);
+  }
+
+  /** Closed slots counted ahead of a chart (./series.ts). */
+  async rollUp(p: { slots: number }): Promise<number> {
+    return new MysqlSeries(this.db).rollUp(checkRollUp(p));
   }
 
   /** Ended attempts per time bucket (./series.ts). */

@@ -8,7 +8,7 @@
  */
 import { FAILURE_OUTCOMES, checkSeriesQuery, seriesStart } from '../../core/charts.js';
 import type { AttemptSeries, AttemptSeriesQuery } from '../../core/charts.js';
-import { ROLLUP_KEEP_MS, ROLLUP_MARKERS_PER_INSERT, ROLLUP_SLOT_MS, missingRuns, rolledUntil, slotsOf, withRollups } from '../../core/chart-rollups.js';
+import { ROLLUP_KEEP_MS, ROLLUP_MARKERS_PER_INSERT, ROLLUP_SLOT_MS, missingRuns, newestMissing, rolledUntil, slotsOf, warmWindow, withRollups } from '../../core/chart-rollups.js';
 import type { AttemptOutcome } from '../../core/status.js';
 import { binCase } from '../series-sql.js';
 import { type Db, exec, run } from './db.js';
@@ -64,11 +64,28 @@ export class MysqlSeries {
     this.#sql = seriesSql(db.t, db.prefix);
   }
 
+  async #counted(from: number, until: number): Promise<Set<number>> {
+    const rows = await this.db.one('rolledSlots', (c) => run(c, this.#sql.counted, [lit(from), lit(until)]));
+    return new Set(rows.map((r) => parseUtc(r.slot_at).getTime()));
+  }
+
+  /** Count the newest `limit` closed slots of the week not counted yet (the sweeper's warm-up); how many it counted. */
+  async rollUp(limit: number): Promise<number> {
+    const [clock] = await this.db.one('seriesNow', (c) => run(c, this.#sql.now));
+    const now = parseUtc(clock?.now).getTime();
+    const { from, until } = warmWindow(now);
+    const runs = newestMissing(from, until, await this.#counted(from, until), limit);
+    await this.#roll(runs, now);
+    return slotsOf(runs).length;
+  }
+
   /** Count the slots of [from, until) not counted yet, in one transaction. */
   async #rollMissing(from: number, until: number, now: number): Promise<void> {
+    await this.#roll(missingRuns(from, until, await this.#counted(from, until)), now);
+  }
+
+  async #roll(runs: readonly [number, number][], now: number): Promise<void> {
     const sql = this.#sql;
-    const rows = await this.db.one('rolledSlots', (c) => run(c, sql.counted, [lit(from), lit(until)]));
-    const runs = missingRuns(from, until, new Set(rows.map((r) => parseUtc(r.slot_at).getTime())));
     if (runs.length === 0) return;
     await this.db.tx('rollAttempts', async (c) => {
       for (const [a, b] of runs) for (const k of KINDS) await exec(c, sql.roll(k), [lit(a), lit(a), lit(a), lit(b)]);

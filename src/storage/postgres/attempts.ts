@@ -4,6 +4,7 @@
  * reads it from there.
  */
 import type { AttemptOutcome } from '../../core/status.js';
+import { checkRollUp } from '../../core/chart-rollups.js';
 import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
 import { type Db } from './db.js';
 import { NOW, ms, toAttemptRow, validId, waitSince } from './sql.js';
@@ -48,6 +49,11 @@ export class PostgresAttempts extends SqlAggregate<Db, ReturnType<typeof attempt
     const id = validId(p.jobId);
     if (id === null) return [];
     return (await this.db.run('listAttempts', this.sql.list, [id])).map(toAttemptRow);
+  }
+
+  /** Closed slots counted ahead of a chart (./series.ts). */
+  async rollUp(p: { slots: number }): Promise<number> {
+    return new PostgresSeries(this.db).rollUp(checkRollUp(p));
   }
 
   /** Ended attempts per time bucket (./series.ts). */

@@ -8,7 +8,7 @@
  */
 import { FAILURE_OUTCOMES, checkSeriesQuery, seriesStart } from '../../core/charts.js';
 import type { AttemptSeries, AttemptSeriesQuery } from '../../core/charts.js';
-import { ROLLUP_KEEP_MS, ROLLUP_SLOT_MS, missingRuns, rolledUntil, slotsOf, withRollups } from '../../core/chart-rollups.js';
+import { ROLLUP_KEEP_MS, ROLLUP_SLOT_MS, missingRuns, newestMissing, rolledUntil, slotsOf, warmWindow, withRollups } from '../../core/chart-rollups.js';
 import type { AttemptOutcome } from '../../core/status.js';
 import { binCase } from '../series-sql.js';
 import type { Db } from './db.js';
@@ -63,11 +63,27 @@ export class PostgresSeries {
     this.#sql = seriesSql(db.q);
   }
 
+  async #counted(from: number, until: number): Promise<Set<number>> {
+    return new Set((await this.db.run('rolledSlots', this.#sql.counted, [new Date(from), new Date(until)])).map((r) => Number(r.slot)));
+  }
+
+  /** Count the newest `limit` closed slots of the week not counted yet (the sweeper's warm-up); how many it counted. */
+  async rollUp(limit: number): Promise<number> {
+    const [clock] = await this.db.run('seriesNow', this.#sql.now);
+    const now = Number(clock?.now);
+    const { from, until } = warmWindow(now);
+    const runs = newestMissing(from, until, await this.#counted(from, until), limit);
+    await this.#roll(runs, now);
+    return slotsOf(runs).length;
+  }
+
   /** Count the slots of [from, until) not counted yet, in one transaction. */
   async #rollMissing(from: number, until: number, now: number): Promise<void> {
+    await this.#roll(missingRuns(from, until, await this.#counted(from, until)), now);
+  }
+
+  async #roll(runs: readonly [number, number][], now: number): Promise<void> {
     const sql = this.#sql;
-    const counted = new Set((await this.db.run('rolledSlots', sql.counted, [new Date(from), new Date(until)])).map((r) => Number(r.slot)));
-    const runs = missingRuns(from, until, counted);
     if (runs.length === 0) return;
     await this.db.transaction('rollAttempts', async (c) => {
       for (const [a, b] of runs) for (const k of KINDS) await c.query(sql.roll(k), [new Date(a), new Date(b)]);

@@ -5,9 +5,10 @@
  * attempt from its job row.
  */
 import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
+import { checkRollUp } from '../../core/chart-rollups.js';
 import type { SqliteDb } from './db.js';
 import type { AttemptSeries, AttemptSeriesQuery } from '../../core/charts.js';
-import { attemptSeries } from './series.js';
+import { attemptSeries, rollUpSlots } from './series.js';
 import { toAttemptRow, toSqlId } from './sql.js';
 import type { SqlAttempt } from './sql.js';
 
@@ -47,6 +48,11 @@ export class SqliteAttempts implements AttemptStore {
     if (id === null) return [];
     const rows = this.db.read(() => this.db.stmt(ATTEMPT_SQL.list).all({ id }) as SqlAttempt[]);
     return rows.map(toAttemptRow);
+  }
+
+  /** Closed slots counted ahead of a chart (./series.ts). */
+  async rollUp(p: { slots: number }): Promise<number> {
+    return rollUpSlots(this.db, checkRollUp(p));
   }
 
   /** Ended attempts per time bucket (./series.ts). */

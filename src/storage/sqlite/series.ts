@@ -7,7 +7,7 @@
  */
 import { FAILURE_OUTCOMES, checkSeriesQuery, seriesStart } from '../../core/charts.js';
 import type { AttemptSeries, AttemptSeriesQuery } from '../../core/charts.js';
-import { ROLLUP_KEEP_MS, ROLLUP_MARKERS_PER_INSERT, ROLLUP_SLOT_MS, missingRuns, rolledUntil, slotsOf, withRollups } from '../../core/chart-rollups.js';
+import { ROLLUP_KEEP_MS, ROLLUP_MARKERS_PER_INSERT, ROLLUP_SLOT_MS, missingRuns, newestMissing, rolledUntil, slotsOf, warmWindow, withRollups } from '../../core/chart-rollups.js';
 import type { RollupRow } from '../../core/chart-rollups.js';
 import type { AttemptOutcome } from '../../core/status.js';
 import { binCase } from '../series-sql.js';
@@ -57,10 +57,24 @@ const SERIES_SQL = {
     DELETE FROM {p}attempt_rollups WHERE slot_at < @before`,
 } as const;
 
+const countedSlots = (db: SqliteDb, from: number, until: number): Set<number> =>
+  new Set(db.read(() => (db.stmt(SERIES_SQL.counted).all({ start: from, end: until }) as { slot_at: number }[]).map((r) => r.slot_at)));
+
+/** Count the newest `limit` closed slots of the week not counted yet (the sweeper's warm-up); how many it counted. */
+export function rollUpSlots(db: SqliteDb, limit: number): number {
+  const now = db.now();
+  const { from, until } = warmWindow(now);
+  const runs = newestMissing(from, until, countedSlots(db, from, until), limit);
+  countSlots(db, runs, now);
+  return slotsOf(runs).length;
+}
+
 /** Count the slots of [from, until) not counted yet, in one write transaction. */
 function rollMissing(db: SqliteDb, from: number, until: number, now: number): void {
-  const counted = new Set(db.read(() => (db.stmt(SERIES_SQL.counted).all({ start: from, end: until }) as { slot_at: number }[]).map((r) => r.slot_at)));
-  const runs = missingRuns(from, until, counted);
+  countSlots(db, missingRuns(from, until, countedSlots(db, from, until)), now);
+}
+
+function countSlots(db: SqliteDb, runs: readonly [number, number][], now: number): void {
   if (runs.length === 0) return;
   db.write(() => {
     for (const [start, end] of runs) for (const k of KINDS) db.stmt(SERIES_SQL.roll(k)).run({ start, end });
