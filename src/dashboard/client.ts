@@ -5,7 +5,7 @@
  * so a narrower client still gets a working dashboard.
  */
 import type { AttemptChart } from '../core/charts.js';
-import type { JobSearch, JobSummary, JobSummaryQuery } from '../core/search.js';
+import type { JobSearch, JobSearchPage, JobSummary, JobSummaryQuery } from '../core/search.js';
 import type { ScheduleRow, LockRow } from '../core/schedules.js';
 import type { AlertStateRow, AttemptOutcomeCount, JobEvent, JobRow, OperatorRef, QueueHealth, QueueState } from '../core/storage.js';
 import type { BulkOptions, BulkRequest, BulkResult } from '../runtime/bulk.js';
@@ -41,6 +41,8 @@ export type DashboardClient = Pick<Client, 'listJobs' | 'getJob' | 'listAttempts
   runScheduleNow?: (name: string) => Promise<JobRow>;
   /** the jobs page's search (prefixes, key, id, text) with its count; without it the list filters exactly */
   findJobs?: (params: JobSearch & { countCap?: number | undefined }) => Promise<FoundJobs>;
+  /** a page without its count: the live refresh of a filter whose count is kept (count-cache.ts) */
+  searchJobs?: (params: JobSearch) => Promise<JobSearchPage>;
   /** the overview's bounded counts; without it countJobs */
   summarizeJobs?: (params?: JobSummaryQuery) => Promise<JobSummary>;
   /** the charts page */

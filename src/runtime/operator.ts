@@ -9,7 +9,7 @@
 import type { JobRow, ScheduleRow } from '../core/index.js';
 import { LeaseholdError, ValidationError } from '../core/index.js';
 import type { AttemptChart } from '../core/charts.js';
-import type { JobSearch, JobSummary, JobSummaryQuery } from '../core/search.js';
+import type { JobSearch, JobSearchPage, JobSummary, JobSummaryQuery } from '../core/search.js';
 import type { AttemptOutcomeCount, JobEvent, OperatorRef, QueueHealth, Storage } from '../core/storage.js';
 import type { BulkOptions, BulkRequest, BulkResult } from './bulk.js';
 import { previewBulk, runBulk } from './bulk.js';
@@ -17,7 +17,7 @@ import type { ChartQuery } from './charts.js';
 import { attemptChart } from './charts.js';
 import type { Client } from './client.js';
 import type { FoundJobs } from './job-search.js';
-import { findJobs, summarizeJobs } from './job-search.js';
+import { findJobs, searchJobs, summarizeJobs } from './job-search.js';
 import { cancelJob, retryJob } from './operator-jobs.js';
 import { nextAfterFor } from './cron.js';
 import { LocalBus } from './env.js';
@@ -77,6 +77,8 @@ export interface OperatorApi {
   runScheduleNow(name: string): Promise<JobRow>;
   /** Searches jobs (prefixes, key, id, text), with a count up to `countCap`. */
   findJobs(params: JobSearch & { countCap?: number | undefined }): Promise<FoundJobs>;
+  /** The same page of jobs without the count (a live refresh of a filter counted a moment ago). */
+  searchJobs(params: JobSearch): Promise<JobSearchPage>;
   /** Job counts by status, bounded so they stay cheap on large tables. */
   summarizeJobs(params?: JobSummaryQuery): Promise<JobSummary>;
   /** Attempt outcomes over time, for the charts page. */
@@ -100,6 +102,7 @@ export function operatorApi(storage: Storage, registry?: JobRegistry | null): Op
     setScheduleEnabled: (name, enabled) => setScheduleEnabled(storage, name, enabled),
     runScheduleNow: (name) => runScheduleNow(storage, name, registry),
     findJobs: (p) => findJobs(storage, p),
+    searchJobs: (p) => searchJobs(storage, p),
     summarizeJobs: (p) => summarizeJobs(storage, p),
     attemptChart: (p) => attemptChart(storage, p),
     jobEvents: (jobId) => storage.jobs.events({ jobId }),

@@ -53,7 +53,7 @@ describe('dashboard: find anything', () => {
     });
     const app = createDashboard({ client: capped });
     const { text } = await get(app, '/jobs?q=a%40example.com');
-    assert.match(text, /This page searched the newest 10,000 matching jobs from here; more may match further on/);
+    assert.match(text, /This page looked for the text in the newest 10,000 jobs, within the 100,000 job ids nearest here \(no index answers this filter\); more may match further on/);
     assert.doesNotMatch(text, /data-show="capped" hidden/);
     const plain = await get(createDashboard({ client: s.full }), '/jobs?q=a%40example.com');
     assert.match(plain.text, /data-show="capped" hidden/);

@@ -47,6 +47,10 @@ export interface JobsFound {
   scanCapped: boolean;
   /** the text test's bound, for the capped message */
   scanLimit: number;
+  /** how many job ids a filter no index answers reads from its cursor */
+  readLimit: number;
+  /** whether this filter is one no index answers (it reads within readLimit ids) */
+  byRange: boolean;
 }
 
 /** A query string from the set values ('' when none). */
@@ -101,7 +105,12 @@ function countParts(found: JobsFound): Part[] {
 
 function cappedParts(f: JobQuery, found: JobsFound): Part[] {
   if (!found.scanCapped) return [];
-  const what = f.params.q !== undefined ? `searched the newest ${fmt(found.scanLimit)} matching jobs from here` : 'read as far as one page may from here';
+  // both bounds in one sentence: the text test's candidates, and the ids an unindexed filter reads
+  const ids = `the ${fmt(found.readLimit)} job ids nearest here (no index answers this filter)`;
+  const others = Object.keys(f.params).some((k) => k !== 'q') ? ' matching the other filters' : '';
+  const what = f.params.q !== undefined
+    ? `looked for the text in the newest ${fmt(found.scanLimit)} jobs${others}${found.byRange ? `, within ${ids}` : ''}`
+    : found.byRange ? `read ${ids}` : 'read as far as one page may';
   return [text(`This page ${what}; more may match further on (${found.older ? 'older ›' : 'newer ‹'}).`)];
 }
 
