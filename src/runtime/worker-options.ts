@@ -2,20 +2,25 @@
  * What a Worker is given (its options, with their defaults) and what its stop() and drain()
  * report. The Worker itself is in worker.ts.
  */
-import type { QueueFlow, ScheduleInput } from '../core/index.js';
+import type { QueueFlow } from '../core/index.js';
 import type { Storage } from '../core/storage.js';
 import type { AlertOptions } from './alert-evaluator.js';
 import type { Logger } from './env.js';
-import type { AnyJobDefinition, JobRegistry } from './job-definition.js';
+import type { JobRegistry } from './job-definition.js';
+import type { JobList, ScheduleFor } from './job-types.js';
 import type { WorkerObserver } from './observer.js';
 import type { RetentionOptions } from './sweeper.js';
 
-/** What a {@link Worker} is given; every field but `storage` and `jobs` has a default. */
-export interface WorkerOptions {
+/**
+ * What a {@link Worker} is given; every field but `storage` and `jobs` has a default.
+ *
+ * @typeParam J - the list of job definitions, inferred from `jobs`: it types `schedules`
+ */
+export interface WorkerOptions<J extends JobList = JobList> {
   /** where jobs are claimed from, e.g. from `openStorage(url)` */
   storage: Storage;
   /** the job definitions this worker runs (from `defineJob`); other types stay queued for a worker that has them */
-  jobs: readonly AnyJobDefinition[] | JobRegistry;
+  jobs: J | JobRegistry;
   /** jobs run at once (default 10) */
   concurrency?: number;
   /**
@@ -53,8 +58,11 @@ export interface WorkerOptions {
   workerId?: string;
   /** run the scheduler in this worker (default true); `drain()` fires due schedules first */
   scheduler?: boolean;
-  /** schedules declared in code, synced on start (added, changed, removed by name) */
-  schedules?: readonly ScheduleInput[];
+  /**
+   * schedules declared in code, synced on start (added, changed, removed by name); each names a
+   * type of `jobs` with a payload that type takes, checked at compile time and again at start
+   */
+  schedules?: readonly ScheduleFor<J>[];
   /** how often the scheduler looks for due schedules (default 1 s, jittered) */
   schedulerIntervalMs?: number;
   /**

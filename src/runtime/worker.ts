@@ -5,7 +5,7 @@
  * one thing. Every lease it holds is one object from claim to the attempt's end
  * (worker-leases.ts), so a renewal's answer or a cancel reaches the job wherever it is.
  */
-import { AbortReason as Reason, type QueueFlow, type TypeFlow, ValidationError } from '../core/index.js';
+import { AbortReason as Reason, type QueueFlow, type ScheduleInput, type TypeFlow, ValidationError } from '../core/index.js';
 import type { ClaimedJob, Storage } from '../core/storage.js';
 import { Completer } from './completer.js';
 import { settlesBy } from './deadline.js';
@@ -18,6 +18,8 @@ import { sweeperSettings, workerSettings } from './worker-settings.js';
 import { abortAtDeadline, awaitOutcomes, handBack, waitWhile } from './worker-shutdown.js';
 import { Slots } from './worker-slots.js';
 import type { JobRegistry } from './job-definition.js';
+import type { JobList } from './job-types.js';
+import { checkSchedule } from './client-input.js';
 import { Sweeper } from './sweeper.js';
 import { Wakeup } from './wakeup.js';
 import type { DrainReport, StopReport, WorkerOptions } from './worker-options.js';
@@ -34,6 +36,9 @@ export type { DrainReport, StopReport, WorkerOptions } from './worker-options.js
  * Runs the handlers of its `jobs` against a storage: claims due jobs, keeps their leases alive,
  * retries failures by their policy, and (by default) runs the sweeper and the scheduler too.
  *
+ * @typeParam J - the job definitions it was made with (inferred from `jobs`): they type its
+ *   `schedules` option, as a client's are typed.
+ *
  * @example
  * ```ts
  * const worker = new Worker({ storage: await openStorage('sqlite:app.db'), jobs: [sendEmail] });
@@ -41,7 +46,7 @@ export type { DrainReport, StopReport, WorkerOptions } from './worker-options.js
  * process.on('SIGTERM', () => void worker.stop());
  * ```
  */
-export class Worker {
+export class Worker<const J extends JobList = JobList> {
   /** this worker's id, recorded on the jobs it claims (the `workerId` option or a generated one) */
   readonly id: string;
   /** the job definitions it runs, by type (the `jobs` option plus alert webhook jobs) */
@@ -57,7 +62,9 @@ export class Worker {
   readonly #queues: readonly string[] | null;
   readonly #leaseMs: number;
   readonly #pollMs: number;
-  readonly #opts: WorkerOptions;
+  readonly #opts: Omit<WorkerOptions, 'schedules'>;
+  /** the `schedules` option (a typed schedule is a ScheduleInput TypeScript cannot prove for a generic list) */
+  readonly #schedules: readonly ScheduleInput[] | undefined;
   readonly #random: () => number;
   readonly #completer: Completer;
   /** every lease held, from claim until its attempt is over; the local buffer of jobs not started */
@@ -80,8 +87,11 @@ export class Worker {
   readonly #onEnqueued = () => this.#wake.wake();
   readonly #onCancelled = (e: Event) => this.#leases.get((e as CustomEvent<string>).detail)?.abort(new Reason('CANCELLED', 'job was cancelled by an operator'));
 
-  constructor(opts: WorkerOptions) {
+  constructor(options: WorkerOptions<J>) {
+    // the options but the typed schedules: a worker of one list stays assignable to a `Worker` of any
+    const { schedules, ...opts } = options;
     this.#opts = opts;
+    this.#schedules = schedules as readonly ScheduleInput[] | undefined;
     this.#storage = opts.storage;
     this.registry = withAlertJobs(opts.jobs, opts.alerts);
     if (this.registry.size === 0) throw new ValidationError('INVALID_OPTION', 'a worker needs at least one job definition');
@@ -100,7 +110,7 @@ export class Worker {
     this.#scheduler =
       opts.scheduler === false
         ? null
-        : new Scheduler({ storage: this.#storage, registry: this.registry, ...(opts.schedules ? { schedules: opts.schedules } : {}), intervalMs: opts.schedulerIntervalMs ?? 1_000, logger: this.log, random: this.#random });
+        : new Scheduler({ storage: this.#storage, registry: this.registry, ...(this.#schedules ? { schedules: this.#schedules } : {}), intervalMs: opts.schedulerIntervalMs ?? 1_000, logger: this.log, random: this.#random });
     this.#alerts = opts.alerts ? new AlertEvaluator({ ...opts.alerts, queue: opts.alerts.queue ?? this.#queues?.[0], storage: this.#storage, logger: this.log, random: this.#random, owner: this.id }) : null;
     this.#slots = new Slots({
       storage: this.#storage, completer: this.#completer, leases: this.#leases, registry: this.registry, heartbeater: this.#heartbeater,
@@ -123,6 +133,7 @@ export class Worker {
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new Error(`worker ${this.id} was already started`);
     // Declared schedules first: a bad one throws here, before anything is registered or started.
+    if (this.#scheduler) for (const s of this.#schedules ?? []) await checkSchedule(this.registry, s);
     await this.#scheduler?.sync();
     this.#state = 'running';
     const os = await import('node:os');

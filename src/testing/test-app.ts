@@ -5,7 +5,6 @@
  * retries neither waits nor depends on timers.
  */
 import { pino } from 'pino';
-import type { ScheduleInput } from '../core/index.js';
 import type { JobQuery, JobRow } from '../core/storage.js';
 import { type Client, createClient } from '../runtime/client.js';
 import type { Logger } from '../runtime/env.js';
@@ -106,8 +105,8 @@ export function createTestApp<const J extends JobList>(opts: TestAppOptions<J>):
     const report: IdleReport = { processed: 0, outcomes: {} };
     const maxRounds = o.maxRounds ?? 100;
     for (let round = 1; ; round++) {
-      // a worker drains once: each round is a fresh one on the same storage (a typed schedule is a ScheduleInput TypeScript cannot prove for a generic list)
-      const worker = new Worker({ retention: false, random: () => 0.5, ...opts.worker, storage, jobs: opts.jobs, logger, ...(opts.schedules ? { schedules: opts.schedules as readonly ScheduleInput[] } : {}) });
+      // a worker drains once: each round is a fresh one on the same storage
+      const worker = new Worker({ retention: false, random: () => 0.5, ...opts.worker, storage, jobs: opts.jobs, logger, ...(opts.schedules ? { schedules: opts.schedules } : {}) });
       const drained = await worker.drain({ maxMs: o.maxMs ?? 10_000 });
       report.processed += drained.processed;
       for (const [k, n] of Object.entries(drained.outcomes)) report.outcomes[k] = (report.outcomes[k] ?? 0) + n;

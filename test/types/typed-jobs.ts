@@ -46,6 +46,27 @@ const jobs = [sendEmail, resize, report, cleanup];
 const client = createClient({ storage, jobs });
 new Worker({ storage, jobs });
 
+// a worker's schedules: typed from its `jobs` as the client's are
+new Worker({
+  storage,
+  jobs,
+  schedules: [
+    { name: 'nightly-report', cron: '0 2 * * *', type: 'report', payload: { day: 'today' } },
+    { name: 'cleanup', everyMs: 60_000, type: 'cleanup' },
+  ],
+});
+// @ts-expect-error not a type of the worker's list
+new Worker({ storage, jobs, schedules: [{ name: 'x', everyMs: 60_000, type: 'nope' }] });
+// @ts-expect-error the payload of another type
+new Worker({ storage, jobs, schedules: [{ name: 'r', everyMs: 60_000, type: 'report', payload: { to: 'a@example.com' } }] });
+// @ts-expect-error report needs a day: the default payload {} is not one
+new Worker({ storage, jobs: [report], schedules: [{ name: 'r', everyMs: 60_000, type: 'report' }] });
+// @ts-expect-error `width` is the schema's input: a string
+new Worker({ storage, jobs: [resize], schedules: [{ name: 'w', everyMs: 60_000, type: 'resize', payload: { imageId: 'i', width: 640 } }] });
+// a worker of one list is a `Worker` (what a function taking any worker wants)
+const anyWorker: Worker = new Worker({ storage, jobs: [report] });
+void anyWorker;
+
 // enqueue: the type names and each type's schema input
 void client.enqueue('send-email', { to: 'a@example.com' });
 void client.enqueue('send-email', { to: 'a@example.com', priority: 2 }, { delayMs: 1_000 });
