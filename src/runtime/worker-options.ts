@@ -42,6 +42,8 @@ export interface WorkerOptions<J extends JobList = JobList> {
   pollIntervalMs?: number;
   /** after a handler's signal fires, how long before its slot is taken back (default 5 s) */
   abortGraceMs?: number;
+  /** `ctx.progress` writes at most once per this many ms; reports in between coalesce, the last one wins (default 1 s) */
+  progressIntervalMs?: number;
   /** default deadline for stop() (default 25 s) */
   shutdownDeadlineMs?: number;
   /** run the sweeper in this worker (default true) */

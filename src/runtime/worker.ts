@@ -115,7 +115,7 @@ export class Worker<const J extends JobList = JobList> {
     this.#slots = new Slots({
       storage: this.#storage, completer: this.#completer, leases: this.#leases, registry: this.registry, heartbeater: this.#heartbeater,
       log: this.log, random: this.#random, concurrency: this.#concurrency, leaseMs: this.#leaseMs, abortGraceMs: opts.abortGraceMs ?? 5_000,
-      wake: this.#wake, accepting: () => this.#state === 'running', observer: this.#observer,
+      progressIntervalMs: opts.progressIntervalMs ?? 1_000, wake: this.#wake, accepting: () => this.#state === 'running', observer: this.#observer,
     });
   }
 
