@@ -33,6 +33,8 @@ export function jobDetail(job: JobRow, attempts: AttemptRow[]): string {
     ['locked by', job.lockedBy], ['locked until', iso(job.lockedUntil)], ['started', iso(job.startedAt)], ['finished', iso(job.finishedAt)],
     ['last error', job.lastErrorCode ? `${job.lastErrorCode}: ${job.lastError ?? ''}` : null], ['timeout', `${job.timeoutMs} ms`],
     ['max runtime', `${job.maxRuntimeMs} ms`], ['created', iso(job.createdAt)], ['payload', JSON.stringify(job.payload)],
+    ['progress', job.progress ? `${JSON.stringify(job.progress.value)}${job.progress.note === null ? '' : ` (${job.progress.note})`} at ${iso(job.progress.at)}` : null],
+    ['result', job.result === undefined ? null : JSON.stringify(job.result)],
   ];
   const head = fields.map(([k, v]) => `${k.padEnd(16)} ${v === null || v === undefined ? '-' : terminalSafe(String(v))}`).join('\n');
   const hist = table(

@@ -9,7 +9,7 @@ import type { ErrorInfo, ExpiredLease, FinishParams } from './storage.js';
 
 /** How an attempt ended, as the worker observed it. */
 export type AttemptResult =
-  | { kind: 'success' }
+  | { kind: 'success'; result?: string }
   | { kind: 'error'; error: unknown }
   | { kind: 'permanent'; error: ErrorInfo }
   | { kind: 'snooze'; delayMs: number }
@@ -60,7 +60,7 @@ export function decideFinish(
 ): Decision {
   switch (result.kind) {
     case 'success':
-      return { status: 'succeeded', attempt: { outcome: 'succeeded' } };
+      return result.result === undefined ? { status: 'succeeded', attempt: { outcome: 'succeeded' } } : { status: 'succeeded', result: result.result, attempt: { outcome: 'succeeded' } };
     case 'error':
       return failure(job.attempts, job.maxAttempts, errorInfo(result.error), 'failed', policy, random);
     case 'permanent':

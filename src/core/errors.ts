@@ -27,7 +27,10 @@ export type ErrorCode =
   | 'INVALID_SCHEDULE'
   | 'SCHEDULE_NOT_FOUND'
   | 'LOCK_TIMEOUT'
-  | 'LOCK_LOST';
+  | 'LOCK_LOST'
+  | 'INVALID_RESULT'
+  | 'RESULT_TOO_LARGE'
+  | 'INVALID_PROGRESS';
 
 /** The base of every error leasehold throws; tell them apart by `code` (or by class). */
 export class LeaseholdError extends Error {

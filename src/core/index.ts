@@ -12,6 +12,7 @@ export * from './job-input.js';
 export * from './lease.js';
 export * from './limits.js';
 export * from './outcome.js';
+export * from './results.js';
 export * from './retry.js';
 export * from './schedules.js';
 export * from './slots.js';

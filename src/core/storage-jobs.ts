@@ -61,6 +61,20 @@ export interface JobRow {
   concurrencyKey?: string;
   /** its unique key while queued, failed or running (see NewJob.unique) */
   uniqueKey?: string;
+  /** a succeeded job's result (its handler's return value, as parsed JSON); absent when none (undefined or null) */
+  result?: NonNullable<unknown>;
+  /** the last progress its handler reported (`ctx.progress`); absent when none */
+  progress?: JobProgress;
+}
+
+/** A running (or ended) job's last reported progress. */
+export interface JobProgress {
+  /** the value, as parsed JSON */
+  value: unknown;
+  /** the note given with it, or null */
+  note: string | null;
+  /** when it was written (the database's clock) */
+  at: Date;
 }
 
 /** A job as the runtime wants it inserted. Validation happened before this point. */

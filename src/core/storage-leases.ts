@@ -97,6 +97,8 @@ export interface FinishParams {
   };
   /** sweeper only: land only if the lease has expired (locked_until < now) */
   onlyIfExpired?: boolean;
+  /** `succeeded` only: the handler's return value as JSON text (core/results.ts checked it), stored by this write */
+  result?: string | undefined;
 }
 
 /** What a finish wrote. */

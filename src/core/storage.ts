@@ -112,6 +112,7 @@ import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from './se
 import type { AttemptSeries, AttemptSeriesQuery } from './charts.js';
 import type { BulkBatch, BulkBatchResult, BulkRange, JobEvent, OperatorChange } from './storage-events.js';
 import type { AlertStore, DiagnosticsStore, LockStore, QueueStore, WorkerStore } from './storage-cluster.js';
+import type { WorkflowStore } from './storage-workflows.js';
 
 // the rows, params and results live in ./storage-jobs.ts and ./storage-rows.ts; re-exported
 // here so the contract keeps one import path for adapters, runtime and users
@@ -125,6 +126,7 @@ export type { AttemptSeries, AttemptSeriesQuery, BucketCount } from './charts.js
 export type { DueCounts, DueCountsQuery } from './due-counts.js';
 export type * from './storage-events.js';
 export type * from './storage-cluster.js';
+export type * from './storage-workflows.js';
 
 /** What a storage can do; code branches on these, never on the dialect. */
 export interface Capabilities {
@@ -270,6 +272,8 @@ export interface Storage {
   readonly alerts: AlertStore;
   /** read-only facts for `leasehold doctor` */
   readonly diagnostics: DiagnosticsStore;
+  /** results, progress and dependencies between jobs (semantics in ./storage-workflows.ts) */
+  readonly workflows: WorkflowStore;
 
   /** Apply pending migrations; safe when several processes call it at once. */
   migrate(): Promise<MigrateResult>;

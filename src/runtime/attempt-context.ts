@@ -14,6 +14,7 @@ import type { ClaimedJob, EffectRecord, Storage } from '../core/storage.js';
 import type { Logger } from './env.js';
 import type { EffectBatcher } from './effect-batcher.js';
 import type { JobContext } from './job-definition.js';
+import type { ProgressReporter } from './attempt-progress.js';
 
 /** What the context needs from its attempt. */
 export interface ContextHost {
@@ -35,12 +36,15 @@ export interface ContextHost {
   leaseLost(what: string): Error;
   /** The success was written in the handler's transaction: nothing left to record. */
   succeededInTransaction(): void;
+  /** `ctx.progress`'s coalescing writer */
+  readonly reporter: Pick<ProgressReporter, 'report'>;
 }
 
 export class AttemptContext implements JobContext {
   #heartbeat: (() => Promise<void>) | undefined;
   #once: (<T>(key: string, fn: () => T | Promise<T>) => Promise<T>) | undefined;
   #succeed: ((tx: unknown) => Promise<void>) | undefined;
+  #progress: ((value: unknown, note?: string) => void) | undefined;
 
   constructor(readonly host: ContextHost) {}
 
@@ -66,6 +70,13 @@ export class AttemptContext implements JobContext {
 
   get once(): <T>(key: string, fn: () => T | Promise<T>) => Promise<T> {
     return (this.#once ??= (key, fn) => once(this.host, key, fn));
+  }
+
+  get progress(): (value: unknown, note?: string) => void {
+    return (this.#progress ??= (value, note) => {
+      this.host.progress();
+      this.host.reporter.report(value, note);
+    });
   }
 
   get succeedInTransaction(): (tx: unknown) => Promise<void> {

@@ -5,21 +5,23 @@
  * enabled, and the attempt's logger is only read for a line that is written.
  */
 import type { AbortReason, AttemptResult, Decision } from '../core/index.js';
-import { PermanentFailure, errorInfo, isJobOutcome } from '../core/index.js';
+import { PermanentFailure, encodeResult, errorInfo, isJobOutcome } from '../core/index.js';
 import type { FinishResult } from '../core/storage.js';
 import type { Logger } from './env.js';
 
 export const SUCCESS: AttemptResult = Object.freeze({ kind: 'success' });
 
-/** What a handler's return value means: a success, unless it is a snooze, cancel or fail outcome. */
+/** What a handler's return value means: a success with it as the result, unless it is a snooze, cancel or fail outcome or cannot be stored. */
 export function classify(v: unknown): AttemptResult {
-  if (v === undefined) return SUCCESS;
+  if (v === undefined || v === null) return SUCCESS;
   if (isJobOutcome(v)) {
     if (v.kind === 'snooze') return { kind: 'snooze', delayMs: v.delayMs };
     if (v.kind === 'cancel') return { kind: 'cancel', reason: v.reason };
     return { kind: 'permanent', error: { code: 'PERMANENT_FAILURE', message: v.reason } };
   }
-  return SUCCESS;
+  const r = encodeResult(v);
+  if (!r.ok) return { kind: 'permanent', error: r.error };
+  return r.json === undefined ? SUCCESS : { kind: 'success', result: r.json };
 }
 
 export function classifyError(error: unknown): AttemptResult {

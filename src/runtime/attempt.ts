@@ -12,36 +12,20 @@
 import type { AttemptResult, Decision } from '../core/index.js';
 import { AbortReason, DEFAULT_RETRY_POLICY, LeaseLostError, PermanentFailure, decideFinish } from '../core/index.js';
 import type { ClaimedJob, FinishResult, Storage } from '../core/storage.js';
-import type { AttemptClock, Timed } from './attempt-clock.js';
+import type { Timed } from './attempt-clock.js';
 import { AttemptContext, type ContextHost } from './attempt-context.js';
 import { afterAbort } from './attempt-abort.js';
 import { SUCCESS, classify, classifyError, reportFinish } from './attempt-report.js';
-import type { Completer, FinishSink } from './completer.js';
+import type { FinishSink } from './completer.js';
+import type { AttemptDeps } from './attempt-deps.js';
+import { ProgressReporter } from './attempt-progress.js';
 import type { EffectBatcher } from './effect-batcher.js';
 import type { Logger } from './env.js';
+
+export type { AttemptDeps } from './attempt-deps.js';
 import type { HeldLease } from './heartbeater.js';
 import type { JobDefinition } from './job-definition.js';
 import { validateWithSchema } from './job-definition.js';
-
-/** What attempts need from their worker: one object, shared by all of the worker's attempts. */
-export interface AttemptDeps {
-  storage: Storage;
-  effects: EffectBatcher;
-  completer: Pick<Completer, 'submit'>;
-  clock: Pick<AttemptClock, 'watch'>;
-  /** renew this lease now; resolves false when it is lost (and the attempt was aborted) */
-  renew: (attempt: Attempt) => Promise<boolean>;
-  /** how long before its local expiry a lease is no longer trusted for starting an effect */
-  leaseMarginMs: number;
-  log: Logger;
-  random: () => number;
-  /** how long a handler gets to stop after its signal fires before its slot is taken back */
-  abortGraceMs: number;
-  /** called once per attempt, when its handler no longer needs its concurrency slot */
-  slotFreed: (attempt: Attempt) => void;
-  /** called once per attempt, when it is over: its outcome (a job status, 'lost', 'abandoned', …) written or not ours to write */
-  ended: (attempt: Attempt, outcome: string) => void;
-}
 
 /** handler running → settled (its result being recorded) | aborted (the abort path records) */
 type Phase = 'running' | 'settled' | 'aborted';
@@ -76,6 +60,7 @@ export class Attempt implements ContextHost, Timed, FinishSink {
   #succeededInTx = false;
   #holdsSlot = true;
   #log: Logger | undefined;
+  #progress: ProgressReporter | undefined;
 
   constructor(
     readonly job: ClaimedJob,
@@ -115,6 +100,11 @@ export class Attempt implements ContextHost, Timed, FinishSink {
    */
   get log(): Logger {
     return (this.#log ??= this.deps.log.child({ jobId: this.job.id, type: this.job.type, attempt: this.job.attempts }));
+  }
+
+  /** `ctx.progress`'s coalescing writer, made on first use */
+  get reporter(): ProgressReporter {
+    return (this.#progress ??= new ProgressReporter(this, this.deps.progressIntervalMs));
   }
 
   /** the error this attempt's outcome records, once decided */
@@ -259,7 +249,10 @@ export class Attempt implements ContextHost, Timed, FinishSink {
     const decision = decideFinish(this.job, result, this.def.retry ?? DEFAULT_RETRY_POLICY, this.deps.random);
     this.#result = result;
     this.#decision = decision;
-    this.deps.completer.submit({ id: this.job.id, leaseToken: this.job.leaseToken, ...decision }, this);
+    const finish = { id: this.job.id, leaseToken: this.job.leaseToken, ...decision };
+    // the last progress report lands while the lease it is fenced by still holds
+    if (this.#progress?.busy) void this.#progress.flush().then(() => this.deps.completer.submit(finish, this));
+    else this.deps.completer.submit(finish, this);
   }
 
   #recorded(outcome: string): void {

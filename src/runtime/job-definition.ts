@@ -33,6 +33,14 @@ export interface JobContext {
    * is retried.
    */
   succeedInTransaction(tx: unknown): Promise<void>;
+  /**
+   * Report how far the job has got: `value` any JSON (a number, `{ done, total }`, …) and a short
+   * note, shown by `leasehold jobs show`, `client.getJob` and the dashboard. Written fenced by the
+   * lease at most once per the worker's `progressIntervalMs`, the last report winning, and before
+   * the attempt's outcome. Resets the inactivity timeout like `heartbeat`. Throws
+   * `ValidationError` (INVALID_PROGRESS) for a value that is not JSON or too large.
+   */
+  progress(value: unknown, note?: string): void;
   /** A child of the worker's logger carrying the job's id, type and attempt. */
   readonly log: Logger;
 }

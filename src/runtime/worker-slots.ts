@@ -28,6 +28,8 @@ export interface SlotsDeps {
   concurrency: number;
   leaseMs: number;
   abortGraceMs: number;
+  /** `ctx.progress` writes at most once per this many ms */
+  progressIntervalMs: number;
   /** the worker's "something changed" signal: woken when a slot frees or an attempt ends */
   wake: Wakeup;
   /** whether jobs may start (false once stop() was called) */
@@ -82,6 +84,7 @@ export class Slots {
       abortGraceMs: d.abortGraceMs,
       slotFreed: (a) => this.#slotFreed(performance.now() - a.launchedAt),
       ended: (a, outcome) => this.#done(a, outcome),
+      progressIntervalMs: d.progressIntervalMs,
     }), entry);
     entry.attempt = attempt;
     this.executing++;

@@ -5,7 +5,7 @@
  */
 import type { Storage } from '../core/storage.js';
 
-export const AGGREGATES = ['jobs', 'leases', 'attempts', 'effects', 'schedules', 'locks', 'workers', 'queues', 'alerts', 'diagnostics'] as const;
+export const AGGREGATES = ['jobs', 'leases', 'attempts', 'effects', 'schedules', 'locks', 'workers', 'queues', 'alerts', 'diagnostics', 'workflows'] as const;
 export type AggregateName = (typeof AGGREGATES)[number];
 
 /** An adapter's class for each aggregate, made from its database handle. */
@@ -33,6 +33,8 @@ export abstract class AggregateStorage<D, C extends AggregateClasses<D>> {
   declare readonly alerts: InstanceType<C['alerts']>;
   /** read-only facts for `leasehold doctor` */
   declare readonly diagnostics: InstanceType<C['diagnostics']>;
+  /** results, progress and dependencies between jobs */
+  declare readonly workflows: InstanceType<C['workflows']>;
 
   protected constructor(
     /** @internal the adapter's database handle */

@@ -49,6 +49,9 @@ export function rowMappers(d: RowDecoders) {
       ...(r.trace_context != null ? { traceContext: String(r.trace_context) } : {}),
       ...(r.concurrency_key != null ? { concurrencyKey: String(r.concurrency_key) } : {}),
       ...(r.unique_key != null ? { uniqueKey: String(r.unique_key) } : {}),
+      // JSON null reads as no result, as SQL NULL does
+      ...(r.result != null && d.payload(r.result) !== null ? { result: d.payload(r.result) as NonNullable<unknown> } : {}),
+      ...(r.progress != null && r.progress_at != null ? { progress: { value: d.payload(r.progress), note: strOrNull(r.progress_note), at: d.date(r.progress_at) } } : {}),
     };
   }
 

@@ -10,6 +10,7 @@ import {
   LeaseLostError,
   PermanentFailure,
   buildNewJob,
+  encodeProgress,
   decideFinish,
   validateEffectKey,
   type AttemptResult,
@@ -70,6 +71,10 @@ export interface JobRun {
   effects: Record<string, unknown>;
   /** the `tx` of each `ctx.succeedInTransaction(tx)` call */
   succeededInTransaction: unknown[];
+  /** every `ctx.progress(value, note)` call in order, as stored (the value parsed back from its JSON) */
+  progress: { value: unknown; note: string | null }[];
+  /** status 'succeeded': the result stored with the job (the returned value as JSON gives it back), else undefined */
+  result: unknown;
 }
 
 /** The recording `ctx`: what a handler may call, with nothing behind it. */
@@ -78,6 +83,7 @@ class FakeContext implements JobContext {
   readonly onceCalls: JobRun['once'] = [];
   readonly effects: Record<string, unknown>;
   readonly txs: unknown[] = [];
+  readonly reports: JobRun['progress'] = [];
 
   constructor(
     readonly job: ClaimedJob,
@@ -117,6 +123,12 @@ class FakeContext implements JobContext {
     this.effects[key] = result === undefined ? null : JSON.parse(JSON.stringify(result));
     this.onceCalls.push({ key, ran: true, result });
     return result;
+  };
+
+  progress = (value: unknown, note?: string): void => {
+    this.#check('progress');
+    const v = encodeProgress(value, note);
+    this.reports.push({ value: JSON.parse(v.json) as unknown, note: v.note });
   };
 
   succeedInTransaction = async (tx: unknown): Promise<void> => {
@@ -185,5 +197,7 @@ export async function runJob<P, T extends string, I>(def: JobDefinition<P, T, I>
     once: ctx.onceCalls,
     effects: ctx.effects,
     succeededInTransaction: ctx.txs,
+    progress: ctx.reports,
+    result: decision.result === undefined ? undefined : (JSON.parse(decision.result) as unknown),
   };
 }

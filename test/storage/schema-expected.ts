@@ -11,7 +11,7 @@ export const EXPECTED_TABLES: Readonly<Record<string, readonly string[]>> = {
     'id', 'queue', 'type', 'payload', 'status', 'priority', 'run_at', 'attempts', 'max_attempts', 'idempotency_key',
     'locked_by', 'lease_token', 'locked_until', 'heartbeat_at', 'started_at', 'finished_at', 'last_error_code',
     'last_error', 'timeout_ms', 'max_runtime_ms', 'created_at', 'updated_at', 'schedule_name', 'slot_at',
-    'trace_context', 'concurrency_key', 'unique_key',
+    'trace_context', 'concurrency_key', 'unique_key', 'result', 'progress', 'progress_note', 'progress_at',
   ],
   job_attempts: [
     'id', 'job_id', 'attempt', 'worker_id', 'lease_token', 'started_at', 'finished_at', 'duration_ms', 'outcome',

@@ -3,7 +3,8 @@
  * cancel as a marker row between them: who, from where, when, after how many attempts, so
  * attempt numbers starting again after a retry are marked) and its effects, with Retry / Run now
  * and Cancel (Cancel asks first). Status, attempts, times, lease, last error, the buttons and
- * both tables are live, so a job running elsewhere is seen finishing without a reload.
+ * both tables are live, so a job running elsewhere is seen finishing without a reload; so are
+ * its last reported progress and, once it succeeded, its result.
  */
 import { html } from 'hono/html';
 import { jobHistory } from '../../core/job-history.js';
@@ -78,6 +79,8 @@ export function jobLive(ctx: PageContext, d: JobData): Required<Pick<LiveModel, 
       lease: job.lockedBy ? [text(`${job.lockedBy} until ${iso(job.lockedUntil)}`, 'mono')] : [text('—', 'muted')],
       lastError: job.lastError ? [...(job.lastErrorCode ? [text(job.lastErrorCode, 'mono'), text(' ')] : []), text(job.lastError, 'err')] : [text('—', 'muted')],
       actions: actions(ctx, job),
+      progress: job.progress ? [text(truncate(JSON.stringify(job.progress.value), 300), 'mono'), ...(job.progress.note ? [text(' '), text(job.progress.note)] : []), text(' at '), when(job.progress.at)] : [text('—', 'muted')],
+      result: job.result === undefined ? [text('—', 'muted')] : [text(truncate(JSON.stringify(job.result), 2_000), 'mono')],
     },
     tables: {
       attempts: historyRows(d),
@@ -118,6 +121,8 @@ ${slot('actions', m.slots.actions ?? [], ctx.csrf, 'div', 'actions')}
 ${job.idempotencyKey ? html`<dt>Idempotency key</dt><dd class="mono">${job.idempotencyKey}</dd>` : ''}
 ${job.scheduleName ? html`<dt>Schedule</dt><dd>${job.scheduleName} (slot ${iso(job.slotAt)})</dd>` : ''}
 <dt>Last error</dt><dd>${s('lastError')}</dd>
+<dt>Progress</dt><dd>${s('progress')}</dd>
+<dt>Result</dt><dd>${s('result')}</dd>
 </dl></div>
 <h2>Payload</h2><pre>${json(job.payload)}</pre>
 <h2>History</h2>${tableHtml('attempts', { cols: ATTEMPT_COLS, rows: m.tables.attempts ?? [], empty: 'Not attempted yet.' }, ctx.csrf, true)}${stacks(d.attempts)}

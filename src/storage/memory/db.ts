@@ -12,8 +12,12 @@ import type { Bucket } from '../../core/flow.js';
 import type { AlertStateRow, AttemptRow, EffectRow, FinishParams, JobEvent, JobRow, QueueState, WorkerRow } from '../../core/storage.js';
 
 /** A job as stored: the payload kept as JSON text. */
-export interface StoredJob extends Omit<JobRow, 'payload'> {
+export interface StoredJob extends Omit<JobRow, 'payload' | 'result' | 'progress'> {
   payloadJson: string;
+  /** a succeeded job's result, as JSON text */
+  resultJson?: string;
+  /** the last progress reported, its value as JSON text */
+  progressJson?: { json: string; note: string | null; at: Date };
   /** numeric id, for ordering */
   seq: number;
 }
@@ -183,6 +187,9 @@ export function jobOut(j: StoredJob): JobRow {
     ...(j.traceContext !== undefined ? { traceContext: j.traceContext } : {}),
     ...(j.concurrencyKey !== undefined ? { concurrencyKey: j.concurrencyKey } : {}),
     ...(j.uniqueKey !== undefined ? { uniqueKey: j.uniqueKey } : {}),
+    // JSON null reads as no result, as in the SQL adapters
+    ...(j.resultJson !== undefined && j.resultJson !== 'null' ? { result: JSON.parse(j.resultJson) as NonNullable<unknown> } : {}),
+    ...(j.progressJson !== undefined ? { progress: { value: JSON.parse(j.progressJson.json) as unknown, note: j.progressJson.note, at: copyDate(j.progressJson.at) } } : {}),
   };
 }
 

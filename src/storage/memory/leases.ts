@@ -123,6 +123,7 @@ export class MemoryLeases implements LeaseStore {
     j.lockedUntil = null;
     j.finishedAt = FINISHED.includes(p.status) ? now : null;
     j.updatedAt = now;
+    if (p.result !== undefined) j.resultJson = p.result;
     this.db.closeAttempt(j.id, p.leaseToken, p.attempt, now);
     return true;
   }

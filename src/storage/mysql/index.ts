@@ -23,6 +23,7 @@ import { MysqlQueues } from './queues.js';
 import { MysqlSchedules } from './schedules.js';
 import { NOW, parseUtc } from './sql.js';
 import { MysqlWorkers } from './workers.js';
+import { MysqlWorkflows } from './workflows.js';
 
 export { classifyMysqlError, type MysqlErrorKind } from './db.js';
 export { MIGRATIONS, SCHEMA_VERSION, type Migration } from './migrations.js';
@@ -47,7 +48,7 @@ const PREFIX_RE = /^[A-Za-z0-9_]{0,32}$/;
 const NOW_SQL = `-- leasehold now: the database's clock, UTC, microseconds
   SELECT ${NOW} AS now`;
 
-const MYSQL_AGGREGATES = { jobs: MysqlJobs, leases: MysqlLeases, attempts: MysqlAttempts, effects: MysqlEffects, schedules: MysqlSchedules, locks: MysqlLocks, workers: MysqlWorkers, queues: MysqlQueues, alerts: MysqlAlerts, diagnostics: MysqlDiagnostics } as const;
+const MYSQL_AGGREGATES = { jobs: MysqlJobs, leases: MysqlLeases, attempts: MysqlAttempts, effects: MysqlEffects, schedules: MysqlSchedules, locks: MysqlLocks, workers: MysqlWorkers, queues: MysqlQueues, alerts: MysqlAlerts, diagnostics: MysqlDiagnostics, workflows: MysqlWorkflows } as const;
 
 export class MysqlStorage extends AggregateStorage<Db, typeof MYSQL_AGGREGATES> implements Storage {
   readonly dialect = 'mysql';

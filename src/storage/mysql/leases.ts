@@ -19,6 +19,7 @@ import { type Db, type Queryable, type ResultHeader, type Stmt, exec, run, runLa
 import { CLAIM_COLS, NOW, type Row, type Tables, compareClaimOrder, idParam, micros, notPaused, parseUtc, sharedSql, toJobRow, waitMs } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 import { addRows, flowSql, planLimitedClaim } from './flow.js';
+import { resultsStatement, workflowsSql } from './workflows.js';
 
 /** Finishes ending in different ways, one JSON object per item (jsonBatch); absent keys read as NULL. */
 const FINISH_ITEMS = `JSON_TABLE(?, '$[*]' COLUMNS (
@@ -73,6 +74,7 @@ export function leasesSql(t: Tables) {
         j.last_error_code = IF(v.has_error = 1, v.error_code, j.last_error_code),
         j.last_error = IF(v.has_error = 1, v.error_message, j.last_error)
       WHERE CAST(j.lease_token AS BINARY) = CAST(v.token AS BINARY) AND j.status = 'running' AND (v.expired_only = 0 OR j.locked_until < ${NOW})`,
+    workflows: workflowsSql(t),
   };
 }
 
@@ -246,7 +248,8 @@ async function finishOn(c: Queryable, sql: LeasesSql, items: readonly FinishPara
   if (landing.length === 0) return results;
   const now = String(rows[0]!.db_now);
   const jobStmts = jobStatements(sql, landing, now);
-  const done = await runLast(c, [...jobStmts, attemptStatement(sql, landing, now)]);
+  const landed = landing.map((l) => ({ id: l.id, result: items[l.index]!.result }));
+  const done = await runLast(c, [...jobStmts, attemptStatement(sql, landing, now), ...resultsStatement(sql.workflows, landed)]);
   const finished = done.slice(0, jobStmts.length).reduce((n: number, r) => n + (r as ResultHeader).affectedRows, 0);
   // the rows were locked by the lock read, so the fenced UPDATEs land exactly the items it chose
   if (finished !== landing.length) throw new Error(`mysql finishJobs: ${finished} of ${landing.length} locked jobs finished`);

@@ -15,6 +15,7 @@ import type { MigrateResult } from '../../core/storage.js';
 import { type Db, type Queryable, exec, run, withRetry } from './db.js';
 import { checkServerVersion } from './server-version.js';
 import { NOW } from './sql.js';
+import { WORKFLOW_JOB_COLUMNS } from './workflows.js';
 
 /** One numbered step of the schema's history, applied once per database by `migrate()`. */
 export interface Migration {
@@ -63,7 +64,7 @@ export const MIGRATIONS: readonly Migration[] = [
         slot_at DATETIME(6) NULL,
         trace_context TEXT NULL,
         concurrency_key VARCHAR(255) NULL,
-        unique_key VARCHAR(255) NULL,
+        unique_key VARCHAR(255) NULL,${WORKFLOW_JOB_COLUMNS}
         -- no partial indexes here: the key while its job is queued, failed or running, else NULL
         -- (NULLs never collide), carries the unique key's UNIQUE index
         unique_live VARCHAR(255) AS (IF(status IN ('queued', 'failed', 'running'), unique_key, NULL)) STORED,

@@ -51,7 +51,8 @@ export function tables(prefix: string): Tables {
 /** Column list of a job row, as the row mapper reads it. */
 export const JOB_COLS = `id, queue, type, payload, status, priority, run_at, attempts, max_attempts, idempotency_key,
   locked_by, lease_token, locked_until, heartbeat_at, started_at, finished_at, last_error_code, last_error,
-  timeout_ms, max_runtime_ms, created_at, updated_at, schedule_name, slot_at, trace_context, concurrency_key, unique_key`;
+  timeout_ms, max_runtime_ms, created_at, updated_at, schedule_name, slot_at, trace_context, concurrency_key, unique_key,
+  result, progress, progress_note, progress_at`;
 
 /** What a claim reads of each candidate: the claimed job minus what the claim itself sets. */
 export const CLAIM_COLS = `id, queue, type, payload, priority, run_at, attempts, max_attempts, idempotency_key,

@@ -100,7 +100,8 @@ SELECT id::text AS id, status FROM ${s}.jobs WHERE id = ANY($1::bigint[])`,
     /**
      * $1 ids, $2 tokens, $3 statuses, $4 run_after_ms (null: keep run_at), $5 uncount attempt,
      * $6 has error, $7 $8 error code and message, $9 attempt outcomes, $10 $11 $12 attempt error
-     * code, message and stack, $13 retry delays, $14 only if expired, $15 $16 notify. Returns the
+     * code, message and stack, $13 retry delays, $14 only if expired, $15 $16 notify, $17 results
+     * (JSON text, succeeded items only). Returns the
      * input positions (1-based) that landed. An optional array may be shorter than $1 (even
      * empty): unnest pads it with NULLs, read as "none" (and false for the booleans). The fence
      * is checked on the values `locked` read under the row lock (the latest committed version).
@@ -110,10 +111,10 @@ WITH items AS (
   SELECT *
   FROM unnest($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::bool[], $6::bool[],
               $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
-              $13::float8[], $14::bool[])
+              $13::float8[], $14::bool[], $17::text[])
        WITH ORDINALITY AS i(item_id, token, status, run_after_ms, uncount, has_error, error_code,
                             error_message, att_outcome, att_error_code, att_error_message,
-                            att_error_stack, att_retry_delay_ms, only_if_expired, ord)
+                            att_error_stack, att_retry_delay_ms, only_if_expired, result_json, ord)
 ), locked AS (
   SELECT j.id, j.lease_token, j.status AS was, j.locked_until, j.locked_by, j.attempts, j.started_at, j.run_at AS due_at, i.*
   FROM items i JOIN ${s}.jobs j ON j.id = i.item_id
@@ -132,7 +133,7 @@ WITH items AS (
       last_error = CASE WHEN l.has_error THEN l.error_message ELSE j.last_error END,
       locked_by = NULL, lease_token = NULL, locked_until = NULL,
       finished_at = CASE WHEN l.status IN ('succeeded','dead','cancelled') THEN ${NOW} END,
-      updated_at = ${NOW}
+      updated_at = ${NOW}, result = l.result_json::json
   FROM fenced l
   WHERE j.id = l.id
   RETURNING l.ord, j.id, j.status, j.run_at, l.attempts, l.locked_by, l.lease_token, l.started_at, l.due_at,
@@ -250,7 +251,7 @@ export class PostgresLeases extends SqlAggregate<Db, ReturnType<typeof leasesSql
         items.map((f) => f.attempt.outcome), opt((f) => safeText(f.attempt.error?.code)),
         opt((f) => safeText(f.attempt.error?.message)), opt((f) => safeText(f.attempt.error?.stack)),
         opt((f) => f.attempt.retryDelayMs ?? null), opt((f) => f.onlyIfExpired === true),
-        ...this.db.notify,
+        ...this.db.notify, opt((f) => f.result ?? null),
       ];
       for (const r of await this.db.run('finishJobs', this.hot.finish, args, on)) applied.add(items[Number(r.ord) - 1] as FinishParams);
     }

@@ -1,13 +1,13 @@
 /**
- * Versioned, forward-only migrations, the same numbers on every database. Each entry's `sql`
- * is a function of the quoted schema name, so several leasehold installations can share one
- * database. `migrate()` runs the pending ones in one transaction under an advisory lock, so two
- * processes migrating at once apply each version exactly once.
+ * Versioned, forward-only migrations, the same numbers on every database. Each `sql` takes the quoted
+ * schema name, so several installations can share one database. `migrate()` runs the pending ones in
+ * one transaction under an advisory lock: two processes migrating at once apply each version once.
  */
 import { LeaseholdError, SchemaTooNewError } from '../../core/errors.js';
 import type { MigrateResult } from '../../core/storage.js';
 import type { Db } from './db.js';
 import { CLAIM_COLUMNS, leasesSql } from './leases.js';
+import { WORKFLOW_JOB_COLUMNS } from './workflows.js';
 
 /** The SQL types of the claim's columns, for the function's result. */
 const CLAIM_TYPES: Record<(typeof CLAIM_COLUMNS)[number], string> = {
@@ -62,7 +62,7 @@ CREATE TABLE ${s}.jobs (
   slot_at          timestamptz(3),
   trace_context    text,
   concurrency_key  text,
-  unique_key       text
+  unique_key       text${WORKFLOW_JOB_COLUMNS}
 );
 -- claim order over due rows only, so finished rows never enter the claim's index scan
 CREATE INDEX jobs_due_idx ON ${s}.jobs (priority, run_at, id) WHERE status IN ('queued','failed');

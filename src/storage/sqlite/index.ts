@@ -23,6 +23,7 @@ import { SqliteQueues } from './queues.js';
 import { SqliteSchedules } from './schedules.js';
 import { checkPrefix } from './sql.js';
 import { SqliteWorkers } from './workers.js';
+import { SqliteWorkflows } from './workflows.js';
 
 export { SQLITE_DRIVERS } from './driver.js';
 export type { SqliteDriverName } from './driver.js';
@@ -42,7 +43,7 @@ export interface SqliteStorageOptions {
   driver?: SqliteDriverName;
 }
 
-const SQLITE_AGGREGATES = { jobs: SqliteJobs, leases: SqliteLeases, attempts: SqliteAttempts, effects: SqliteEffects, schedules: SqliteSchedules, locks: SqliteLocks, workers: SqliteWorkers, queues: SqliteQueues, alerts: SqliteAlerts, diagnostics: SqliteDiagnostics } as const;
+const SQLITE_AGGREGATES = { jobs: SqliteJobs, leases: SqliteLeases, attempts: SqliteAttempts, effects: SqliteEffects, schedules: SqliteSchedules, locks: SqliteLocks, workers: SqliteWorkers, queues: SqliteQueues, alerts: SqliteAlerts, diagnostics: SqliteDiagnostics, workflows: SqliteWorkflows } as const;
 
 export class SqliteStorage extends AggregateStorage<SqliteDb, typeof SQLITE_AGGREGATES> implements Storage {
   readonly dialect = 'sqlite';

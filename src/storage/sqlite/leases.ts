@@ -64,12 +64,12 @@ const LEASE_SQL = {
   // per item rather than one UPDATE … FROM json_each per batch: SQLite re-parses the JSON item
   // for every ->> it extracts, and an equality on the INTEGER PRIMARY KEY is a rowid lookup
   // whatever ANALYZE recorded, where a join's order is the planner's guess
-  finish: `-- leasehold leases.finish: fenced finish of one attempt: lands only under the same lease on a running job (? = status, now, runAfterMs, uncount, hasError, errorCode, hasError, errorMessage, finishedAt, now, id, leaseToken, onlyIfExpired, now)
+  finish: `-- leasehold leases.finish: fenced finish of one attempt: lands only under the same lease on a running job (? = status, now, runAfterMs, uncount, hasError, errorCode, hasError, errorMessage, finishedAt, now, result, id, leaseToken, onlyIfExpired, now)
     UPDATE {p}jobs
     SET status = ?, run_at = coalesce(? + ?, run_at), attempts = attempts - ?,
         last_error_code = CASE WHEN ? THEN ? ELSE last_error_code END,
         last_error = CASE WHEN ? THEN ? ELSE last_error END,
-        locked_by = NULL, lease_token = NULL, locked_until = NULL, finished_at = ?, updated_at = ?
+        locked_by = NULL, lease_token = NULL, locked_until = NULL, finished_at = ?, updated_at = ?, result = ?
     WHERE id = ? AND lease_token = ? AND status = 'running' AND (? = 0 OR locked_until < ?)`,
   expired: `-- leasehold leases.expired: running jobs whose lease has expired, of @types when not null, oldest expiry first
     SELECT id, type, lease_token, locked_by, attempts, max_attempts FROM {p}jobs
@@ -202,7 +202,7 @@ export class SqliteLeases implements LeaseStore {
         const hasError = e === null ? 0 : 1;
         const landed = finish.run(
           f.status, now, f.runAfterMs ?? null, f.uncountAttempt ? 1 : 0, hasError, e?.code ?? null, hasError, e?.message ?? null,
-          TERMINAL.has(f.status) ? now : null, now, id, f.leaseToken, expiredOnly, now,
+          TERMINAL.has(f.status) ? now : null, now, f.result ?? null, id, f.leaseToken, expiredOnly, now,
         ).changes;
         return { id: f.id, applied: landed > 0 };
       });

@@ -12,6 +12,7 @@ import { SchemaTooNewError } from '../../core/errors.js';
 import type { MigrateResult } from '../../core/storage.js';
 import type { SqliteDb } from './db.js';
 import { withPrefix } from './sql.js';
+import { WORKFLOW_JOB_COLUMNS } from './workflows.js';
 
 /** One numbered step of the schema's history, applied once per database by `migrate()`. */
 export interface Migration {
@@ -57,7 +58,7 @@ CREATE TABLE {p}jobs (
   slot_at         INTEGER,
   trace_context   TEXT,
   concurrency_key TEXT,
-  unique_key      TEXT
+  unique_key      TEXT${WORKFLOW_JOB_COLUMNS}
 ) STRICT;
 
 -- claims walk due rows in claim order; the partial index holds only due statuses
