@@ -3,7 +3,7 @@
  * browser-support.ts): search by idempotency key prefix and by payload text from the jobs page's
  * form, retry a filtered set of dead jobs in bulk through the dialog with its count (the database says
  * they are queued, jobs outside the filter are not, and each job's history names who did it),
- * and the charts page at 390 px. With UPDATE_SCREENSHOT=1 it rewrites docs/dashboard-search.png
+ * and the charts page at 390 px, its time axes in UTC or the browser's zone. With UPDATE_SCREENSHOT=1 it rewrites docs/dashboard-search.png
  * docs/dashboard-history.png and docs/dashboard-charts.png.
  */
 import assert from 'node:assert/strict';
@@ -119,6 +119,30 @@ describe('dashboard in a browser: find and act', { skip: skip ?? false }, () => 
     assert.ok(width <= 390, `/charts is ${width} px wide`);
     for (const box of await page.locator('svg.chart').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().right))) assert.ok(box <= 390, `a chart reaches ${box} px`);
     if (shots) await page.screenshot({ path: path.join(root, 'docs/dashboard-charts.png'), fullPage: true });
+    assert.deepEqual(problems, []);
+    await page.context().close();
+  });
+
+  test('the charts\' time axes follow the UTC / local toggle', async () => {
+    const { page, problems } = await openPage(browser, { timezoneId: 'Asia/Kolkata' });
+    await page.goto(`${dash.url}charts?range=week`);
+    const last = page.locator('svg.chart text[data-zone]').first();
+    const first = page.locator('svg.chart text[data-at]').first();
+    const at = new Date((await first.getAttribute('data-at'))!);
+    const utc = await last.textContent();
+    assert.match(utc!, /^\d\d-\d\d \d\d:\d\d UTC$/, 'a week: date and time, in UTC');
+    await page.getByRole('button', { name: 'Times: UTC' }).click();
+    await page.getByRole('button', { name: 'Times: local' }).waitFor();
+    assert.match((await last.textContent())!, /^\d\d-\d\d \d\d:\d\d GMT\+5:30$/);
+    // India is 5 h 30 min ahead of UTC
+    const shifted = new Date(at.getTime() + 5.5 * 3_600_000).toISOString();
+    assert.equal(await first.textContent(), `${shifted.slice(5, 10)} ${shifted.slice(11, 16)}`);
+    assert.match((await page.locator('details table time').first().textContent())!, /GMT\+5:30$/, 'the numbers beside the chart too');
+    await page.reload();
+    assert.match((await last.textContent())!, /GMT\+5:30$/, 'the choice is kept');
+    await page.getByRole('button', { name: 'Times: local' }).click();
+    await page.getByRole('button', { name: 'Times: UTC' }).waitFor();
+    assert.equal(await last.textContent(), utc);
     assert.deepEqual(problems, []);
     await page.context().close();
   });

@@ -183,7 +183,7 @@ describe('dashboard: history and charts', () => {
     assert.match(text, /<rect class="o-succeeded" [^>]+><title>[^<]+ succeeded: 1<\/title>/);
     assert.match(text, /<rect class="k0" [^>]+><title>[^<]+ send-email: 1<\/title>/);
     // the numbers behind each chart, in a disclosure
-    assert.match(text, /<details><summary>Throughput as numbers<\/summary><div class="tbl"><table><thead><tr><th>From \(UTC\)<\/th><th class="num">succeeded<\/th><th class="num">dead<\/th><\/tr><\/thead><tbody>\n<tr><td>[^<]+<\/td><td class="num">[01]<\/td>/);
+    assert.match(text, /<details><summary>Throughput as numbers<\/summary><div class="tbl"><table><thead><tr><th>From<\/th><th class="num">succeeded<\/th><th class="num">dead<\/th><\/tr><\/thead><tbody>\n<tr><td><time datetime="[^"]+">[^<]+<\/time><\/td><td class="num">[01]<\/td>/);
     assert.match((await get(app, '/charts?range=week')).text, /last week: 2 attempts/);
     assert.equal((await get(app, '/charts?range=year')).res.status, 400);
     assert.equal((await get(createDashboard({ client: s.client }), '/charts')).res.status, 404);

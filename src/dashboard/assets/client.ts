@@ -5,7 +5,8 @@
  * - live: a page whose <main> names a JSON endpoint (`data-live`) polls it every `data-poll` ms
  *   with If-None-Match, redraws the named slots and table bodies with DOM calls and textContent
  *   only, and stops while the tab is hidden;
- * - times in UTC or the browser's zone, and the light/dark theme, switched without a reload
+ * - times (and the charts' time axes) in UTC or the browser's zone, and the light/dark theme,
+ *   switched without a reload
  *   (the same preference cookies the no-JS forms set);
  * - a dialog before a destructive POST (`data-confirm`, or `data-confirm-from`: the question
  *   fetched as JSON, for a bulk action's count), which the server otherwise asks on a page;
@@ -32,6 +33,17 @@ function relText(d) {
   const t = a < 60 ? a + ' s' : a < 3600 ? Math.round(a / 60) + ' min' : a < 172800 ? Math.round(a / 3600) + ' h' : Math.round(a / 86400) + ' d';
   return a < 1 ? 'now' : s < 0 ? t + ' ago' : 'in ' + t;
 }
+// a chart's time axis: HH:MM (MM-DD HH:MM over a day or more), the zone named on the last tick
+const axisZoned = new Intl.DateTimeFormat('en-US', { month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZoneName: 'short' });
+function axisText(d, withDay, withZone, local) {
+  if (!local) {
+    const s = d.toISOString();
+    return (withDay ? s.slice(5, 16).replace('T', ' ') : s.slice(11, 16)) + (withZone ? ' UTC' : '');
+  }
+  const p = {};
+  for (const x of axisZoned.formatToParts(d)) p[x.type] = x.value;
+  return (withDay ? p.month + '-' + p.day + ' ' : '') + p.hour + ':' + p.minute + (withZone ? ' ' + p.timeZoneName : '');
+}
 function paintTimes(scope) {
   const local = root.dataset.tz === 'local';
   for (const el of scope.querySelectorAll('time[datetime]')) {
@@ -40,6 +52,10 @@ function paintTimes(scope) {
     const abs = local ? localText(d) : utcText(d);
     if (el.hasAttribute('data-rel')) { el.textContent = relText(d); el.title = abs; }
     else { el.textContent = abs; el.title = relText(d); }
+  }
+  for (const el of scope.querySelectorAll('svg text[data-at]')) {
+    const d = new Date(el.getAttribute('data-at'));
+    if (!isNaN(d.getTime())) el.textContent = axisText(d, el.hasAttribute('data-day'), el.hasAttribute('data-zone'), local);
   }
 }
 

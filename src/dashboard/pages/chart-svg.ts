@@ -3,7 +3,8 @@
  * and nothing fetched: the SVG scales to its box (viewBox, width 100%), its colours are the
  * stylesheet's variables (series classes k0…k7 and the status colours), so dark mode applies,
  * and every text in it goes through hono's escaping `html` tag. Each chart carries a <title>;
- * the page puts the numbers in a table beside it.
+ * the page puts the numbers in a table beside it. The time axis is drawn in UTC; each tick names
+ * its instant (data-at), so the script shows it in the browser's zone when the page's times are.
  */
 import { html } from 'hono/html';
 import type { Html } from '../layout.js';
@@ -40,7 +41,11 @@ function xLabels(buckets: readonly Bucket[]): Html {
   const withDay = buckets[buckets.length - 1]!.at.getTime() - buckets[0]!.at.getTime() > 86_400_000 - 1;
   const idx = [0, Math.floor((buckets.length - 1) / 2), buckets.length - 1];
   const anchor = ['start', 'middle', 'end'];
-  return html`${idx.map((i, n) => html`<text class="ax" x="${(PAD.l + ((i + (n === 2 ? 1 : 0)) / buckets.length) * PW).toFixed(1)}" y="${H - 6}" text-anchor="${anchor[n]}">${hhmm(buckets[i]!.at, withDay)}${n === 2 ? ' UTC' : ''}</text>`)}`;
+  // data-at: the script relabels the ticks in the browser's zone when the page shows local times
+  return html`${idx.map((i, n) => {
+    const at = buckets[i]!.at;
+    return html`<text class="ax" x="${(PAD.l + ((i + (n === 2 ? 1 : 0)) / buckets.length) * PW).toFixed(1)}" y="${H - 6}" text-anchor="${anchor[n]}" data-at="${at.toISOString()}"${withDay ? html` data-day` : ''}${n === 2 ? html` data-zone` : ''}>${hhmm(at, withDay)}${n === 2 ? ' UTC' : ''}</text>`;
+  })}`;
 }
 
 function frame(id: string, title: string, inner: Html, yTicks: readonly { v: string; y: number }[], buckets: readonly Bucket[]): Html {

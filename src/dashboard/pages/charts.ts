@@ -21,8 +21,8 @@ const STATUS_COLOURED = new Set(['succeeded', 'failed', 'dead', 'cancelled']);
 
 function numbers(caption: string, series: readonly Series[], buckets: readonly Bucket[], show: (v: number | null) => string): Html {
   const rows = buckets.filter((b) => series.some((s) => (b.values[s.key] ?? 0) > 0));
-  return html`<details><summary>${caption} as numbers</summary><div class="tbl"><table><thead><tr><th>From (UTC)</th>${series.map((s) => html`<th class="num">${s.label}</th>`)}</tr></thead><tbody>
-${rows.length === 0 ? html`<tr class="empty"><td colspan="${series.length + 1}" class="muted">Nothing in this window.</td></tr>` : rows.map((b) => html`<tr><td>${iso(b.at)}</td>${series.map((s) => html`<td class="num">${show(b.values[s.key] ?? null)}</td>`)}</tr>`)}
+  return html`<details><summary>${caption} as numbers</summary><div class="tbl"><table><thead><tr><th>From</th>${series.map((s) => html`<th class="num">${s.label}</th>`)}</tr></thead><tbody>
+${rows.length === 0 ? html`<tr class="empty"><td colspan="${series.length + 1}" class="muted">Nothing in this window.</td></tr>` : rows.map((b) => html`<tr><td><time datetime="${b.at.toISOString()}">${iso(b.at)}</time></td>${series.map((s) => html`<td class="num">${show(b.values[s.key] ?? null)}</td>`)}</tr>`)}
 </tbody></table></div></details>`;
 }
 
@@ -52,7 +52,7 @@ export function chartsPage(ctx: PageContext, range: ChartRange, c: AttemptChart)
   const minutes = c.bucketMs / 60_000;
   const body = html`<h1>Charts</h1>
 <nav class="ranges" aria-label="window">${RANGES.map((r) => html`<a href="${ctx.base}/charts?range=${r}"${r === range ? html` class="on" aria-current="page"` : ''}>${RANGE_TEXT[r]}</a>`)}</nav>
-<p class="muted">Attempts that ended since ${iso(c.from)}, in buckets of ${minutes < 60 ? `${minutes} min` : `${minutes / 60} h`}.</p>
+<p class="muted">Attempts that ended since <time datetime="${c.from.toISOString()}">${iso(c.from)}</time>, in buckets of ${minutes < 60 ? `${minutes} min` : `${minutes / 60} h`}.</p>
 <div class="charts">
 <section class="card chart-card"><h2>Throughput by outcome</h2><p class="muted">${plural(attempts, 'attempt')} ended</p>${stackedBars('thr', `Throughput by outcome, ${RANGE_TEXT[range]}: ${plural(attempts, 'attempt')}`, outcomes, thr)}${legend(outcomes)}${numbers('Throughput', outcomes, thr, n)}</section>
 <section class="card chart-card"><h2>Failures by type</h2><p class="muted">${plural(failures, 'failed attempt')}${c.failureTypes.length ? html`, most: ${c.failureTypes[0]}` : ''}</p>${stackedBars('fail', `Failures by type, ${RANGE_TEXT[range]}: ${plural(failures, 'failed attempt')}`, types, fails)}${legend(types)}${numbers('Failures', types, fails, n)}</section>
