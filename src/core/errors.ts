@@ -30,7 +30,8 @@ export type ErrorCode =
   | 'LOCK_LOST'
   | 'INVALID_RESULT'
   | 'RESULT_TOO_LARGE'
-  | 'INVALID_PROGRESS';
+  | 'INVALID_PROGRESS'
+  | 'INVALID_FLOW';
 
 /** The base of every error leasehold throws; tell them apart by `code` (or by class). */
 export class LeaseholdError extends Error {
