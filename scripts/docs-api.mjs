@@ -41,8 +41,10 @@ const app = await Application.bootstrapWithPlugins({
   classPropertiesFormat: 'table',
   typeDeclarationFormat: 'table',
   sort: ['kind', 'alphabetical'],
-  // every export and option documented: a new undocumented one is a warning in CI's run
+  // every export and option documented, and no type a signature names left out of the reference:
+  // a new undocumented export or leaked internal type fails the run (and CI)
   validation: { notExported: true, invalidLink: true, notDocumented: true },
+  treatValidationWarningsAsErrors: true,
 });
 const project = await app.convert();
 if (!project) process.exit(1);
@@ -55,10 +57,17 @@ for (const module of project.children ?? []) {
 const byName = (a, b) => (a.name === pkg.name ? -1 : b.name === pkg.name ? 1 : a.name.localeCompare(b.name));
 project.children?.sort(byName);
 for (const group of project.groups ?? []) group.children.sort(byName);
+// as TypeDoc's own CLI does: a validation warning fails the run (the pages are still written, to look at)
+const warningsBefore = app.logger.warningCount;
 app.validate(project);
+const invalid = app.logger.warningCount !== warningsBefore || app.logger.validationWarningCount !== 0;
 rmSync(out, { recursive: true, force: true });
 await app.generateOutputs(project);
 if (app.logger.hasErrors()) process.exit(1);
+if (invalid && app.options.getValue('treatValidationWarningsAsErrors')) {
+  console.error('docs:api: the validation warnings above fail the run: document the export, export the type a public signature names, or keep the internal type out of it');
+  process.exit(1);
+}
 
 function sameModule(file, name) {
   const rel = path.relative(path.join(root, 'src'), file).replace(/\.ts$/, '');

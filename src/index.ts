@@ -88,6 +88,6 @@ export type { AlertEvaluatorOptions, AlertOptions } from './runtime/alert-evalua
 export { alertWebhookJob } from './runtime/alert-webhook.js';
 export type { AlertWebhookPayload } from './runtime/alert-webhook.js';
 export { ALERT_KINDS } from './core/alerts.js';
-export type { AlertKind, AlertNotification, AlertRule, AlertRuleSpec } from './core/alerts.js';
+export type { AlertKind, AlertNotification, AlertRule, AlertRuleBase, AlertRuleSpec } from './core/alerts.js';
 
 export { VERSION } from './runtime/version.js';

@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { UnknownJobTypeError, parsePayloadText } from '../core/index.js';
 import { createClient } from '../runtime/client.js';
-import { JobRegistry, validateWithSchema } from '../runtime/job-definition.js';
+import { type AnyJobDefinition, JobRegistry, validateWithSchema } from '../runtime/job-definition.js';
 import { iso } from './format.js';
 import { withStorage } from './main.js';
 import { parseDate, parseDuration, parseIntIn } from './parse.js';
@@ -27,13 +27,14 @@ interface EnqueueFlags {
 }
 
 /** The definitions of `--handlers`, with the type and payload checked: bad input fails before the database is opened. */
-async function definitionsFor(modulePath: string, type: string, payload: unknown): Promise<JobRegistry> {
-  const registry = new JobRegistry(await loadHandlers(modulePath));
+async function definitionsFor(modulePath: string, type: string, payload: unknown): Promise<readonly AnyJobDefinition[]> {
+  const defs = await loadHandlers(modulePath);
+  const registry = new JobRegistry(defs);
   const def = registry.get(type);
   if (!def) throw new UnknownJobTypeError(type, registry.types);
   // the client validates again at enqueue, from the payload as given (a schema may transform it)
   if (def.schema) await validateWithSchema(type, def.schema, payload);
-  return registry;
+  return defs;
 }
 
 export function registerEnqueueCommand(program: Command): void {

@@ -12,7 +12,8 @@ export type AlertKind = (typeof ALERT_KINDS)[number];
 /** The job type that delivers webhook notifications; rules without a `type` leave it out, so a failing receiver does not feed an alert of its own. */
 export const ALERT_WEBHOOK_TYPE = 'leasehold.alert.webhook';
 
-interface RuleBase {
+/** What every alert rule may set besides its kind and condition. */
+export interface AlertRuleBase {
   /** the rule's row and its notifications' key (default: its kind and target, e.g. `failure-rate:type:email`) */
   name?: string;
   /** the condition must hold this long before the rule fires (default 0: at the first evaluation) */
@@ -24,7 +25,7 @@ interface RuleBase {
 /** A rule as written in code or a config file. */
 export type AlertRule =
   /** failed / (failed + succeeded) attempts over the window above a ratio (0 ≤ above < 1), once there were minAttempts (default 5) */
-  | (RuleBase & {
+  | (AlertRuleBase & {
     /** the failed share of attempts */
     kind: 'failureRate';
     /** only jobs of this type (default: every type but the webhook job's) */
@@ -39,7 +40,7 @@ export type AlertRule =
     minAttempts?: number;
   })
   /** more than `above` (default 0) attempts ended their job as dead within the window */
-  | (RuleBase & {
+  | (AlertRuleBase & {
     /** jobs that went dead */
     kind: 'deadJobs';
     /** only jobs of this type (default: every type but the webhook job's) */
@@ -52,7 +53,7 @@ export type AlertRule =
     above?: number;
   })
   /** the oldest due job of the queue (of any queue when none is named) has waited longer than maxAgeMs */
-  | (RuleBase & {
+  | (AlertRuleBase & {
     /** the age of the oldest due job */
     kind: 'stuckQueue';
     /** the queue to watch (default: every queue) */
@@ -61,7 +62,7 @@ export type AlertRule =
     maxAgeMs: number;
   })
   /** due jobs that no live worker has a handler for (its type, in its queue) */
-  | (RuleBase & {
+  | (AlertRuleBase & {
     /** due jobs no live worker handles */
     kind: 'unhandled';
     /** only jobs of this type (default: every type but the webhook job's) */

@@ -129,31 +129,45 @@ export function seriesStart(nowMs: number, q: AttemptSeriesQuery): number {
   return Math.floor(nowMs / q.bucketMs) * q.bucketMs - (q.buckets - 1) * q.bucketMs;
 }
 
+/** Percentiles of a histogram of durations, in ms (null when it counted nothing). */
 export interface Percentiles {
+  /** durations counted */
   count: number;
+  /** the median */
   p50: number | null;
+  /** the 95th percentile */
   p95: number | null;
+  /** the 99th percentile */
   p99: number | null;
 }
 
+/** One bucket of an attempt chart: the attempts that ended in it. */
 export interface ChartBucket {
+  /** where the bucket starts */
   at: Date;
   /** attempts by outcome (outcomes with none left out) */
   outcomes: Partial<Record<AttemptOutcome, number>>;
   /** failures by type: the top types by name, the rest under OTHER_TYPES */
   failures: Record<string, number>;
+  /** the attempts' run times */
   runTime: Percentiles;
+  /** how long their jobs waited past their due time before they started */
   wait: Percentiles;
 }
 
+/** The attempts of a window (an hour, a day or a week) in buckets: outcomes, failing types, run-time and wait percentiles. */
 export interface AttemptChart {
+  /** where the first bucket starts */
   from: Date;
+  /** each bucket's length, in ms */
   bucketMs: number;
   /** the types of the failures chart, most failures first (ties by name); OTHER_TYPES last when any */
   failureTypes: string[];
+  /** the buckets, oldest first */
   buckets: ChartBucket[];
-  /** over the whole window */
+  /** run times over the whole window */
   runTime: Percentiles;
+  /** waits over the whole window */
   wait: Percentiles;
 }
 

@@ -7,7 +7,18 @@ import type { Context, Hono } from 'hono';
 import type { DashboardClient } from './client.js';
 import type { Html, PageContext, PageSpec, Prefs } from './layout.js';
 
-export type Env = { Variables: { sid: string; csrf: string; loggedIn: boolean } };
+/** The dashboard app's Hono environment: what its middleware sets on each request for the routes. */
+export type Env = {
+  /** per-request values */
+  Variables: {
+    /** the session's id */
+    sid: string;
+    /** the session's CSRF token */
+    csrf: string;
+    /** a session past the login page, or a bearer token */
+    loggedIn: boolean;
+  };
+};
 export type App = Hono<Env>;
 export type Ctx = Context<Env>;
 export type Status = 200 | 400 | 401 | 403 | 404 | 409 | 429 | 500;

@@ -6,7 +6,12 @@
  */
 export { createDashboard } from './app.js';
 export type { DashboardClient, DashboardOptions } from './app.js';
+export type { Env as DashboardEnv } from './context.js';
 export { serveDashboard } from './serve.js';
 export type { RunningDashboard, ServeDashboardOptions } from './serve.js';
 export { withOperatorApi } from '../runtime/operator.js';
 export type { OperatorApi } from '../runtime/operator.js';
+export type { BulkOptions, BulkPreview, BulkRequest, BulkResult } from '../runtime/bulk.js';
+export type { ChartQuery } from '../runtime/charts.js';
+export type { FoundJobs } from '../runtime/job-search.js';
+export type { AttemptChart, ChartBucket, Percentiles } from '../core/charts.js';

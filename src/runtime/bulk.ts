@@ -25,11 +25,15 @@ const COUNT_RANGE_IDS = 100_000;
 
 export const DEFAULT_BULK = { batchSize: 500, max: 100_000 } as const;
 
+/** A bulk action and the jobs it is for. */
 export interface BulkRequest {
+  /** what to do to each matching job: retry, cancel or delete */
   action: BulkAction;
+  /** which jobs: those matching this filter when the action starts */
   filter: JobFilter;
 }
 
+/** A bulk action as `runBulk` takes it: the request, who asks, and how it runs. */
 export interface BulkOptions extends BulkRequest, OperatorRef {
   /** jobs per batch, one transaction each (default 500, at most 1000) */
   batchSize?: number;
@@ -45,6 +49,7 @@ export interface BulkOptions extends BulkRequest, OperatorRef {
   onProgress?: (p: { changed: number; throughId: string }) => void | Promise<void>;
 }
 
+/** What a bulk action did. */
 export interface BulkResult {
   /** recorded in every event of this action */
   bulkId: string;
@@ -83,12 +88,15 @@ function positive(name: string, v: number | undefined, fallback: number, most: n
  * max): past it `exact` is false. A filter the batches read is counted range by range, exactly;
  * any other by jobs.countMatching per status the action takes (estimated past its cap).
  */
-export async function previewBulk(storage: Storage, req: BulkRequest, cap: number = DEFAULT_BULK.max): Promise<{
-  /** matching jobs, up to `cap` */
+/** What a bulk action's preview answers: how many jobs it would change. */
+export interface BulkPreview {
+  /** matching jobs, up to the preview's cap */
   count: number;
-  /** false when the count stopped at `cap` */
+  /** false when the count stopped at the cap */
   exact: boolean;
-}> {
+}
+
+export async function previewBulk(storage: Storage, req: BulkRequest, cap: number = DEFAULT_BULK.max): Promise<BulkPreview> {
   positive('cap', cap, cap, Number.MAX_SAFE_INTEGER);
   if (!readsItself(req.filter)) return countMatching(storage, req, cap);
   checkBulkRange({ ...req, filter: req.filter, afterId: null, throughId: '1' });

@@ -8,6 +8,7 @@ import type { AttemptChart, ChartRange } from '../core/charts.js';
 import { ValidationError } from '../core/errors.js';
 import type { Storage } from '../core/storage.js';
 
+/** Which chart `attemptChart` draws. */
 export interface ChartQuery {
   /** hour: 60 × 1 min; day: 96 × 15 min; week: 84 × 2 h */
   range: ChartRange;

@@ -32,7 +32,7 @@ export interface ClientOptions<J extends JobList = JobList> {
    * the defaults of its jobs, and type names and payloads are checked at compile time. When
    * omitted, any well-formed type and JSON payload is accepted (e.g. for workers elsewhere).
    */
-  jobs?: J | JobRegistry;
+  jobs?: J;
   /** Defaults for jobs whose type (or the enqueue) sets none: `queue`, `priority`, `maxAttempts`, `timeoutMs`, `maxRuntimeMs`. */
   defaults?: Partial<JobDefaults>;
   /** The largest payload accepted, as UTF-8 JSON (default 64 KiB): keep references in jobs, not data. */
@@ -60,7 +60,7 @@ export class Client<const J extends JobList = any> {
 
   constructor(opts: ClientOptions<J>) {
     this.storage = opts.storage;
-    this.registry = opts.jobs === undefined ? null : opts.jobs instanceof JobRegistry ? opts.jobs : new JobRegistry(opts.jobs);
+    this.registry = opts.jobs === undefined ? null : new JobRegistry(opts.jobs);
     this.#enqueuer = new Enqueuer(opts.storage, this.registry, { ...DEFAULT_JOB_DEFAULTS, ...opts.defaults }, opts.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES);
     this.#bus = LocalBus.for(opts.storage);
   }

@@ -8,7 +8,9 @@ import { checkJobSearch, checkMatchCount, checkSummary } from '../core/search.js
 import type { JobFilter, JobSearch, JobSearchPage, JobSummary, JobSummaryQuery, MatchCount } from '../core/search.js';
 import type { Storage } from '../core/storage.js';
 
+/** A page of the jobs a filter matches, and how many match in all. */
 export interface FoundJobs {
+  /** the page asked for */
   page: JobSearchPage;
   /** how many jobs match the whole filter (not only this page) */
   count: MatchCount;

@@ -11,7 +11,7 @@ import { LeaseholdError, ValidationError } from '../core/index.js';
 import type { AttemptChart } from '../core/charts.js';
 import type { JobSearch, JobSearchPage, JobSummary, JobSummaryQuery } from '../core/search.js';
 import type { AttemptOutcomeCount, JobEvent, OperatorRef, QueueHealth, Storage } from '../core/storage.js';
-import type { BulkOptions, BulkRequest, BulkResult } from './bulk.js';
+import type { BulkOptions, BulkPreview, BulkRequest, BulkResult } from './bulk.js';
 import { previewBulk, runBulk } from './bulk.js';
 import type { ChartQuery } from './charts.js';
 import { attemptChart } from './charts.js';
@@ -62,8 +62,7 @@ export function attemptOutcomes(storage: Storage, sinceMs: number): Promise<Atte
   return storage.attempts.outcomes({ sinceMs });
 }
 
-/** what previewBulk answers: the count, and whether it is exact (false past its cap) */
-export type BulkPreview = Awaited<ReturnType<typeof previewBulk>>;
+export type { BulkPreview } from './bulk.js';
 
 /** The operator calls {@link withOperatorApi} adds to a client: what the dashboard's extra pages and buttons use. */
 export interface OperatorApi {

@@ -6,7 +6,6 @@ import type { QueueFlow } from '../core/index.js';
 import type { Storage } from '../core/storage.js';
 import type { AlertOptions } from './alert-evaluator.js';
 import type { Logger } from './env.js';
-import type { JobRegistry } from './job-definition.js';
 import type { JobList, ScheduleFor } from './job-types.js';
 import type { WorkerObserver } from './observer.js';
 import type { RetentionOptions } from './sweeper.js';
@@ -20,7 +19,7 @@ export interface WorkerOptions<J extends JobList = JobList> {
   /** where jobs are claimed from, e.g. from `openStorage(url)` */
   storage: Storage;
   /** the job definitions this worker runs (from `defineJob`); other types stay queued for a worker that has them */
-  jobs: J | JobRegistry;
+  jobs: J;
   /** jobs run at once (default 10) */
   concurrency?: number;
   /**

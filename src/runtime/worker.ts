@@ -49,7 +49,7 @@ export type { DrainReport, StopReport, WorkerOptions } from './worker-options.js
 export class Worker<const J extends JobList = JobList> {
   /** this worker's id, recorded on the jobs it claims (the `workerId` option or a generated one) */
   readonly id: string;
-  /** the job definitions it runs, by type (the `jobs` option plus alert webhook jobs) */
+  /** @internal the job definitions it runs, by type (the `jobs` option plus alert webhook jobs) */
   readonly registry: JobRegistry;
   /** its logger, with `workerId` on every line */
   readonly log: Logger;

@@ -11,30 +11,30 @@ export type AggregateName = (typeof AGGREGATES)[number];
 /** An adapter's class for each aggregate, made from its database handle. */
 export type AggregateClasses<D> = { readonly [K in AggregateName]: new (db: D) => Storage[K] };
 
-/** The base of every adapter's Storage: its aggregates, typed as the adapter's own classes. */
+/** The base of every adapter's Storage: its aggregates, typed by the contract (the adapter's classes stay its own). */
 export abstract class AggregateStorage<D, C extends AggregateClasses<D>> {
   /** the job rows */
-  declare readonly jobs: InstanceType<C['jobs']>;
+  declare readonly jobs: Storage['jobs'];
   /** claims, renewals and finishes of running jobs */
-  declare readonly leases: InstanceType<C['leases']>;
+  declare readonly leases: Storage['leases'];
   /** each job's attempt history */
-  declare readonly attempts: InstanceType<C['attempts']>;
+  declare readonly attempts: Storage['attempts'];
   /** the effect ledger behind `ctx.once` */
-  declare readonly effects: InstanceType<C['effects']>;
+  declare readonly effects: Storage['effects'];
   /** cron and interval schedules */
-  declare readonly schedules: InstanceType<C['schedules']>;
+  declare readonly schedules: Storage['schedules'];
   /** distributed locks and semaphores */
-  declare readonly locks: InstanceType<C['locks']>;
+  declare readonly locks: Storage['locks'];
   /** worker processes and their heartbeats */
-  declare readonly workers: InstanceType<C['workers']>;
+  declare readonly workers: Storage['workers'];
   /** per-queue counts, health, pause and resume */
-  declare readonly queues: InstanceType<C['queues']>;
+  declare readonly queues: Storage['queues'];
   /** alert rules' states */
-  declare readonly alerts: InstanceType<C['alerts']>;
+  declare readonly alerts: Storage['alerts'];
   /** read-only facts for `leasehold doctor` */
-  declare readonly diagnostics: InstanceType<C['diagnostics']>;
+  declare readonly diagnostics: Storage['diagnostics'];
   /** results, progress and dependencies between jobs */
-  declare readonly workflows: InstanceType<C['workflows']>;
+  declare readonly workflows: Storage['workflows'];
 
   protected constructor(
     /** @internal the adapter's database handle */

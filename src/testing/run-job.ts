@@ -72,7 +72,12 @@ export interface JobRun {
   /** the `tx` of each `ctx.succeedInTransaction(tx)` call */
   succeededInTransaction: unknown[];
   /** every `ctx.progress(value, note)` call in order, as stored (the value parsed back from its JSON) */
-  progress: { value: unknown; note: string | null }[];
+  progress: {
+    /** the value reported */
+    value: unknown;
+    /** its note, or null */
+    note: string | null;
+  }[];
   /** status 'succeeded': the result stored with the job (the returned value as JSON gives it back), else undefined */
   result: unknown;
 }
