@@ -176,6 +176,29 @@ describe('sqlite: enqueueSync in your better-sqlite3 db.transaction', () => {
   });
 });
 
+describe("sqlite: enqueueSync on node:sqlite's DatabaseSync, between your BEGIN and COMMIT", () => {
+  it('commit keeps the job, rollback leaves none', async () => {
+    const file = tempFile();
+    const storage = sqliteStorage({ path: file });
+    await storage.migrate();
+    const db = new (process.getBuiltinModule('node:sqlite') as typeof import('node:sqlite')).DatabaseSync(file);
+    try {
+      const client = createClient({ storage, jobs });
+      db.exec('BEGIN');
+      const gone = client.enqueueSync('sync-typed', { n: 1 }, { tx: db });
+      db.exec('ROLLBACK');
+      await assert.rejects(client.getJob(gone.id), JobNotFoundError);
+      db.exec('BEGIN');
+      const kept = client.enqueueSync('sync-typed', { n: 2 }, { tx: db });
+      db.exec('COMMIT');
+      assert.deepEqual((await client.getJob(kept.id)).payload, { n: 2 });
+    } finally {
+      db.close();
+      await storage.close();
+    }
+  });
+});
+
 describe('enqueueSync on a storage that cannot write synchronously', () => {
   it('throws NotSupportedError, naming the storage', async () => {
     const storage: Storage = memoryStorage();
