@@ -37,8 +37,8 @@ function disagreements(cron: string, zone: string, from: number, to: number): st
   const next = nextOf(cron, zone);
   const inputs: number[] = [];
   const mid = (from + to) / 2;
-  // every 5 minutes within 6 hours of the middle (the transition), every 45 minutes further out
-  for (let t = from, k = 0; t < to; t += Math.abs(t - mid) < 6 * HOUR ? 5 * MIN : 45 * MIN, k++) inputs.push(t + ((k * 7_919) % MIN));
+  // every 10 minutes within 6 hours of the middle (the transition; a gap is 30 or 60 minutes), every 90 minutes further out
+  for (let t = from, k = 0; t < to; t += Math.abs(t - mid) < 6 * HOUR ? 10 * MIN : 90 * MIN, k++) inputs.push(t + ((k * 7_919) % MIN));
   for (const s of slots) if (s >= from && s < to) inputs.push(s - 1_000, s - 1, s, s + 1);
   const out: string[] = [];
   for (const t of inputs) {
