@@ -99,7 +99,7 @@ describe('leasehold enqueue / jobs / retry / cancel', () => {
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, /waiting for a worker that handles their type:\s*\nTYPE\s+QUEUE\s+DUE\s*\nto-cancel\s+default\s+1/);
     const json = JSON.parse((await run('jobs', 'list', '--json')).stdout) as { unhandled: unknown[] };
-    assert.deepEqual(json.unhandled, [{ type: 'to-cancel', queue: 'default', due: 1 }]);
+    assert.deepEqual(json.unhandled, [{ type: 'to-cancel', queue: 'default', due: 1, capped: false }]);
   });
 
   test('jobs list filters by status and type', async () => {
