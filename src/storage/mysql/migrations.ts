@@ -72,7 +72,9 @@ export const MIGRATIONS: readonly Migration[] = [
         UNIQUE KEY {p}jobs_idempotency_key (idempotency_key),
         UNIQUE KEY {p}jobs_schedule_slot (schedule_name, slot_at),
         UNIQUE KEY {p}jobs_unique_live (unique_live),
-        KEY {p}jobs_claim (status, priority, run_at, id),
+        -- claim order, then type and queue: a claim rejects a type or queue it does not serve in the
+        -- index, and the dashboard's counts and searches by status and type read no row
+        KEY {p}jobs_claim (status, priority, run_at, id, type, queue),
         KEY {p}jobs_sweep (status, locked_until),
         -- finished_at alone: a claim, and a finish that makes the job due again, leave it NULL
         -- and so do not move the row in this index (status is filtered on the row)

@@ -62,12 +62,15 @@ export class MysqlMatchReader implements MatchReader {
   async rows(s: MatchScan): Promise<JobRow[]> {
     const c = this.#candidates(s, JOB_COLS);
     const text = s.filter.text;
+    // without text: the page's ids first, from an index alone where one covers the filter
+    // (the claim index holds status, type and queue), then only those rows are read
+    const ids = this.#candidates(s, 'id');
     const sql = text === null
       ? `-- leasehold searchJobs: jobs matching the filter past the cursor, in id order
-        ${c.sql} LIMIT ?`
+        SELECT ${JOB_COLS} FROM ${this.db.t.jobs} AS j JOIN (${ids.sql} LIMIT ?) AS page USING (id) ORDER BY j.id ${s.newestFirst ? 'DESC' : 'ASC'}`
       : `-- leasehold searchJobs: jobs matching the filter past the cursor whose text holds the needle, among the first candidates
         SELECT c.* FROM (${c.sql}) AS c WHERE ${TEXT_TEST} ORDER BY c.id ${s.newestFirst ? 'DESC' : 'ASC'} LIMIT ?`;
-    const values = text === null ? [...c.values, s.limit] : [...c.values, text, text, text, s.limit];
+    const values = text === null ? [...ids.values, s.limit] : [...c.values, text, text, text, s.limit];
     return (await this.db.one('searchJobs', (q) => run(q, sql, values))).map(toJobRow);
   }
 
@@ -116,13 +119,15 @@ export class MysqlMatchReader implements MatchReader {
   }
 
   async groups(statuses: readonly JobStatus[]): Promise<JobCount[]> {
-    // one arm per status: a range of the claim index, which leads with status
-    const arms = statuses.map(() => `SELECT queue, type, status, COUNT(*) AS n, SUM(status IN ('queued', 'failed') AND run_at <= ${NOW}) AS due
-        FROM ${this.db.t.jobs} WHERE status = ? GROUP BY queue, type, status`);
-    const sql = `-- leasehold summarizeJobs: jobs of the listed statuses by queue, type and status, with how many are due
-      ${arms.join('\n        UNION ALL ')}
-      ORDER BY queue, type, status`;
-    const rows = await this.db.one('summarizeJobs', (q) => run(q, sql, statuses));
-    return rows.map((r) => ({ queue: String(r.queue), type: String(r.type), status: String(r.status) as JobStatus, count: Number(r.n), due: Number(r.due ?? 0) }));
+    // one statement per status, a range of the claim index (status first, queue and type in it:
+    // no row is read), run side by side on the pool: the largest status alone sets the time
+    const sql = `-- leasehold summarizeJobs: jobs of one status by queue and type, with how many are due
+      SELECT queue, type, status, COUNT(*) AS n, SUM(status IN ('queued', 'failed') AND run_at <= ${NOW}) AS due
+      FROM ${this.db.t.jobs} WHERE status = ? GROUP BY queue, type, status`;
+    const arms = await Promise.all(statuses.map((status) => this.db.one('summarizeJobs', (q) => run(q, sql, [status]))));
+    const rows = arms.flat().map((r) => ({ queue: String(r.queue), type: String(r.type), status: String(r.status) as JobStatus, count: Number(r.n), due: Number(r.due ?? 0) }));
+    return rows.sort((a, b) => cmp(a.queue, b.queue) || cmp(a.type, b.type) || cmp(a.status, b.status));
   }
 }
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
