@@ -49,6 +49,9 @@ export type { EnqueueOptions, JobDefaults, UniqueOption } from './core/job-input
 export { MISFIRE_POLICIES } from './core/schedules.js';
 export type { LockRow, MisfirePolicy, ScheduleInput, ScheduleRow, ScheduleSource, ScheduleSpec } from './core/schedules.js';
 export type { AlertStateRow, AttemptRow, EffectRow, InsertOutcome, JobCount, JobQuery, JobRow, QueueState, WorkerRow } from './core/storage.js';
+export type { FlowItem, FlowOptions } from './runtime/client-workflows.js';
+export type { JobProgress, ParentPolicy } from './core/storage.js';
+export { PROGRESS_LIMIT_BYTES, RESULT_LIMIT_BYTES } from './core/results.js';
 export { ATTEMPT_OUTCOMES, JOB_STATUSES } from './core/status.js';
 export type { AttemptOutcome, JobStatus } from './core/status.js';
 

@@ -17,4 +17,5 @@ export * from './retry.js';
 export * from './schedules.js';
 export * from './slots.js';
 export * from './status.js';
+export * from './workflow-graph.js';
 export type * from './storage.js';

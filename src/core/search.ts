@@ -162,7 +162,7 @@ export interface CheckedCount {
 }
 
 /** Statuses every database keeps an index of its own for (partial, or led by status): rare rows. */
-const INDEXED_STATUSES: readonly JobStatus[] = ['failed', 'dead', 'cancelled', 'running'];
+const INDEXED_STATUSES: readonly JobStatus[] = ['failed', 'dead', 'cancelled', 'running', 'waiting'];
 
 /**
  * Whether a filter reads within `readLimit` of its cursor: it tests something no index answers on

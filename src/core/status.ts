@@ -2,8 +2,8 @@
  * Job states and the transitions between them, as data. Adapters never decide a transition;
  * they perform the one the runtime chose, guarded so it only lands on the state it expects.
  */
-export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'dead', 'cancelled'] as const;
-/** Where a job is in its life: `queued`, `running`, `succeeded`, `failed` (waiting to retry), `dead` or `cancelled`. */
+export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'dead', 'cancelled', 'waiting'] as const;
+/** Where a job is in its life: `queued`, `running`, `succeeded`, `failed` (waiting to retry), `dead`, `cancelled`, or `waiting` for the jobs of its workflow it depends on. */
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /** Statuses a worker may claim from once `run_at` has passed. */
@@ -25,6 +25,8 @@ export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
   // an operator's "retry now" revives dead and cancelled jobs
   dead: ['queued'],
   cancelled: ['queued'],
+  // its last parent succeeded; a parent ended dead or cancelled under the 'cancel' policy
+  waiting: ['queued', 'cancelled'],
 };
 
 export function canTransition(from: JobStatus, to: JobStatus): boolean {

@@ -65,6 +65,8 @@ export interface JobRow {
   result?: NonNullable<unknown>;
   /** the last progress its handler reported (`ctx.progress`); absent when none */
   progress?: JobProgress;
+  /** a workflow's job: how many of the jobs it waits for have not succeeded yet (absent: it waits for none) */
+  pendingParents?: number;
 }
 
 /** A running (or ended) job's last reported progress. */

@@ -9,7 +9,16 @@
  * - workflows.progress: one guarded write WHERE id AND lease_token match AND status = 'running':
  *   progress = value, progress_note = note, progress_at = now; true when it landed, false when
  *   the lease is gone (nothing written). The last progress stays on the job after it ends.
+ * - workflows.insertFlow: one transaction. Each job as jobs.insert would make it, but a job with
+ *   parents is `waiting` with pending_parents = its parent count, never claimed; each parent
+ *   records how many children it has (dependents) and the edges are stored. Rows in input order.
+ * - leases.finish, in the same transaction as the item it lands: a job with dependents that
+ *   becomes `succeeded` takes one off each waiting child's pending_parents; a child at 0 becomes
+ *   `queued` with run_at = max(run_at, now). One that becomes `dead` or `cancelled` cancels every
+ *   waiting descendant reached through children of policy 'cancel' (finished_at now, last error
+ *   PARENT_FAILED); 'hold' leaves them waiting for an operator. Children are locked in id order.
  */
+import type { JobRow, NewJob } from './storage-jobs.js';
 
 /** One progress report of a running attempt (`workflows.progress`). */
 export interface ProgressParams {
@@ -23,8 +32,27 @@ export interface ProgressParams {
   note: string | null;
 }
 
-/** Results, progress and (later) the graph of jobs that wait for each other. */
+/** What a workflow's waiting jobs do when a job they depend on ends dead or cancelled. */
+export type ParentPolicy = 'cancel' | 'hold';
+
+/** One job of a workflow insert: a new job (no idempotency or unique key) and the jobs of the same call it waits for. */
+export interface FlowJob extends NewJob {
+  /** indexes into the call's `jobs` of the jobs it waits for, each lower than its own */
+  parents: readonly number[];
+}
+
+/** A workflow to insert (`workflows.insertFlow`), parents before their children. */
+export interface FlowInsert {
+  /** the jobs, each after the jobs it waits for (core/workflow-graph.ts planFlow gives the order) */
+  jobs: readonly FlowJob[];
+  /** what its waiting jobs do when a parent ends dead or cancelled */
+  onParentFailure: ParentPolicy;
+}
+
+/** Results, progress and the jobs that wait for each other. */
 export interface WorkflowStore {
   /** Record a running attempt's progress, fenced by its lease; false when the lease is gone. */
   progress(params: ProgressParams): Promise<boolean>;
+  /** Insert a workflow in one transaction; the rows in input order. */
+  insertFlow(params: FlowInsert): Promise<JobRow[]>;
 }

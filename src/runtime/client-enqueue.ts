@@ -17,7 +17,7 @@ export class Enqueuer {
   readonly #bus: LocalBus;
 
   constructor(
-    private readonly storage: Storage,
+    readonly storage: Storage,
     private readonly registry: JobRegistry | null,
     private readonly defaults: JobDefaults,
     private readonly maxPayloadBytes: number,
@@ -79,6 +79,11 @@ export class Enqueuer {
     // workers early only costs them one empty claim.
     if (created) this.#bus.jobsEnqueued();
     return jobs;
+  }
+
+  /** One item checked and given its defaults, as `enqueueMany` does before it writes (a workflow's jobs). */
+  async prepare(item: EnqueueItem): Promise<NewJob> {
+    return this.#prepare(item, null);
   }
 
   /** The one `tx` every item gives (or none), where the storage can write in one. */

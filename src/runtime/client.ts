@@ -10,6 +10,7 @@ import type { AlertStateRow, AttemptRow, EffectRow, JobCount, JobQuery, JobRow, 
 import type { LockRow, ScheduleInput, ScheduleRow } from '../core/schedules.js';
 import { checkId, checkSchedule } from './client-input.js';
 import { Enqueuer } from './client-enqueue.js';
+import { type FlowItem, type FlowOptions, enqueueFlow } from './client-workflows.js';
 import { LocalBus } from './env.js';
 import { API_OPERATOR, cancelJob, retryJob } from './operator-jobs.js';
 import { JobRegistry } from './job-definition.js';
@@ -117,6 +118,19 @@ export class Client<const J extends JobList = any> {
    */
   enqueueMany(items: readonly EnqueueItem<J>[]): Promise<EnqueuedJob[]> {
     return this.#enqueuer.enqueueMany(items as readonly EnqueueItem[]);
+  }
+
+  /**
+   * Enqueue a workflow in one transaction: jobs named by `key`, each run only after the jobs its
+   * `dependsOn` names (keys of the same call) all succeeded. The graph is checked first (keys
+   * unique and known, no cycle) and every item as `enqueue` checks it; nothing is written on bad
+   * input. See docs/workflows.md.
+   *
+   * @returns the jobs as written, by key (those with parents `waiting`)
+   * @throws `ValidationError` (`INVALID_FLOW`, and `enqueue`'s codes)
+   */
+  enqueueFlow(items: readonly FlowItem<J>[], options?: FlowOptions): Promise<Record<string, JobRow>> {
+    return enqueueFlow(this.#enqueuer, items as readonly FlowItem[], options);
   }
 
   /**

@@ -52,6 +52,7 @@ export function rowMappers(d: RowDecoders) {
       // JSON null reads as no result, as SQL NULL does
       ...(r.result != null && d.payload(r.result) !== null ? { result: d.payload(r.result) as NonNullable<unknown> } : {}),
       ...(r.progress != null && r.progress_at != null ? { progress: { value: d.payload(r.progress), note: strOrNull(r.progress_note), at: d.date(r.progress_at) } } : {}),
+      ...(r.pending_parents != null ? { pendingParents: Number(r.pending_parents) } : {}),
     };
   }
 

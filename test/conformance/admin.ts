@@ -9,7 +9,7 @@ import { assertBetween, claimOne, finish, finishOf, insertAndClaim, mustGet, new
 const ERR = { code: 'E_X', message: 'x' };
 
 /** A job of a fresh type in `status`; `lease` is set for running jobs. Queued/failed: due only if `due`. */
-export async function jobIn(s: Storage, status: JobStatus, due = false): Promise<{ id: string; type: string; lease: ClaimedJob | null }> {
+export async function jobIn(s: Storage, status: Exclude<JobStatus, 'waiting'>, due = false): Promise<{ id: string; type: string; lease: ClaimedJob | null }> {
   const delay = due ? 0 : 60_000;
   if (status === 'queued') {
     const type = uniq('adm');

@@ -18,7 +18,7 @@ const ERR = { code: 'E_X', message: 'x' };
 const BY = { actor: 'dashboard:ops', source: '10.0.0.7' };
 
 /** A job of a fresh type in `queue`, in `status` (queued and failed: not due). */
-async function jobAt(s: Storage, status: JobStatus, queue: string): Promise<string> {
+async function jobAt(s: Storage, status: Exclude<JobStatus, 'waiting'>, queue: string): Promise<string> {
   const type = uniq('bulk');
   const [r] = await s.jobs.insert({ jobs: [newJob(type, { queue, runAfterMs: status === 'queued' ? 60_000 : 0 })] });
   if (status === 'queued') return r!.job.id;

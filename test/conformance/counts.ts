@@ -63,6 +63,7 @@ export function countTests(h: ConformanceHarness): void {
         { status: 'failed', count: 1, exact: true, estimated: false },
         { status: 'dead', count: 1, exact: true, estimated: false },
         { status: 'cancelled', count: 0, exact: true, estimated: false },
+        { status: 'waiting', count: 0, exact: true, estimated: false },
       ]);
       const groups: JobCount[] = [
         { queue: 'default', type: a, status: 'queued', count: 3, due: 2 },

@@ -32,6 +32,7 @@ import { lockTests } from './locks.js';
 import { observeTests } from './observe.js';
 import { raceTests } from './races.js';
 import { resultTests } from './results.js';
+import { workflowTests } from './workflows.js';
 import { scheduleTests } from './schedules.js';
 import { searchTests } from './search.js';
 import { sweepTests } from './sweep.js';
@@ -70,5 +71,6 @@ export function runStorageConformance(h: ConformanceHarness): void {
     chartTests(h);
     rollUpTests(h);
     resultTests(h);
+    workflowTests(h);
   });
 }

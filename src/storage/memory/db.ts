@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { LeaseholdError } from '../../core/errors.js';
 import type { LockRow, ScheduleRow } from '../../core/schedules.js';
 import type { Bucket } from '../../core/flow.js';
-import type { AlertStateRow, AttemptRow, EffectRow, FinishParams, JobEvent, JobRow, QueueState, WorkerRow } from '../../core/storage.js';
+import type { AlertStateRow, AttemptRow, EffectRow, FinishParams, JobEvent, JobRow, ParentPolicy, QueueState, WorkerRow } from '../../core/storage.js';
 
 /** A job as stored: the payload kept as JSON text. */
 export interface StoredJob extends Omit<JobRow, 'payload' | 'result' | 'progress'> {
@@ -18,6 +18,10 @@ export interface StoredJob extends Omit<JobRow, 'payload' | 'result' | 'progress
   resultJson?: string;
   /** the last progress reported, its value as JSON text */
   progressJson?: { json: string; note: string | null; at: Date };
+  /** a workflow's parent: the ids of the jobs waiting for it */
+  children?: string[];
+  /** a workflow's child: what it does when a parent ends dead or cancelled */
+  parentPolicy?: ParentPolicy;
   /** numeric id, for ordering */
   seq: number;
 }
@@ -190,6 +194,7 @@ export function jobOut(j: StoredJob): JobRow {
     // JSON null reads as no result, as in the SQL adapters
     ...(j.resultJson !== undefined && j.resultJson !== 'null' ? { result: JSON.parse(j.resultJson) as NonNullable<unknown> } : {}),
     ...(j.progressJson !== undefined ? { progress: { value: JSON.parse(j.progressJson.json) as unknown, note: j.progressJson.note, at: copyDate(j.progressJson.at) } } : {}),
+    ...(j.pendingParents !== undefined ? { pendingParents: j.pendingParents } : {}),
   };
 }
 

@@ -8,6 +8,7 @@ import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishPa
 import { type ClaimFilter, flowGroups } from '../../core/flow-groups.js';
 import { jobOut, newToken, type MemoryDb, type StoredJob } from './db.js';
 import { flowPick } from './flow.js';
+import { settleChildren } from './workflows.js';
 
 const DUE: readonly JobStatus[] = ['queued', 'failed'];
 const FINISHED: readonly JobStatus[] = ['succeeded', 'dead', 'cancelled'];
@@ -124,6 +125,7 @@ export class MemoryLeases implements LeaseStore {
     j.finishedAt = FINISHED.includes(p.status) ? now : null;
     j.updatedAt = now;
     if (p.result !== undefined) j.resultJson = p.result;
+    if (j.children) settleChildren(this.db, j, now);
     this.db.closeAttempt(j.id, p.leaseToken, p.attempt, now);
     return true;
   }

@@ -30,6 +30,7 @@ export interface Tables {
   queueStates: string;
   flowBuckets: string;
   ledger: string;
+  dependencies: string;
 }
 
 export function tables(prefix: string): Tables {
@@ -45,6 +46,7 @@ export function tables(prefix: string): Tables {
     queueStates: `${prefix}queue_states`,
     flowBuckets: `${prefix}flow_buckets`,
     ledger: `${prefix}migrations`,
+    dependencies: `${prefix}job_dependencies`,
   };
 }
 
@@ -52,7 +54,7 @@ export function tables(prefix: string): Tables {
 export const JOB_COLS = `id, queue, type, payload, status, priority, run_at, attempts, max_attempts, idempotency_key,
   locked_by, lease_token, locked_until, heartbeat_at, started_at, finished_at, last_error_code, last_error,
   timeout_ms, max_runtime_ms, created_at, updated_at, schedule_name, slot_at, trace_context, concurrency_key, unique_key,
-  result, progress, progress_note, progress_at`;
+  result, progress, progress_note, progress_at, pending_parents, dependents, parent_policy`;
 
 /** What a claim reads of each candidate: the claimed job minus what the claim itself sets. */
 export const CLAIM_COLS = `id, queue, type, payload, priority, run_at, attempts, max_attempts, idempotency_key,

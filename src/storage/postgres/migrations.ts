@@ -7,14 +7,13 @@ import { LeaseholdError, SchemaTooNewError } from '../../core/errors.js';
 import type { MigrateResult } from '../../core/storage.js';
 import type { Db } from './db.js';
 import { CLAIM_COLUMNS, leasesSql } from './leases.js';
-import { WORKFLOW_JOB_COLUMNS } from './workflows.js';
+import { WORKFLOW_JOB_COLUMNS, workflowTables } from './workflows.js';
 
 /** The SQL types of the claim's columns, for the function's result. */
 const CLAIM_TYPES: Record<(typeof CLAIM_COLUMNS)[number], string> = {
-  id: 'bigint', queue: 'text', type: 'text', payload: 'json', priority: 'integer', run_at: 'timestamptz', attempts: 'integer',
-  max_attempts: 'integer', idempotency_key: 'text', locked_until: 'timestamptz', started_at: 'timestamptz', finished_at: 'timestamptz',
-  last_error_code: 'text', last_error: 'text', timeout_ms: 'bigint', max_runtime_ms: 'bigint', created_at: 'timestamptz',
-  schedule_name: 'text', slot_at: 'timestamptz', trace_context: 'text', concurrency_key: 'text', unique_key: 'text',
+  id: 'bigint', queue: 'text', type: 'text', payload: 'json', priority: 'integer', run_at: 'timestamptz', attempts: 'integer', max_attempts: 'integer',
+  idempotency_key: 'text', locked_until: 'timestamptz', started_at: 'timestamptz', finished_at: 'timestamptz', last_error_code: 'text', last_error: 'text',
+  timeout_ms: 'bigint', max_runtime_ms: 'bigint', created_at: 'timestamptz', schedule_name: 'text', slot_at: 'timestamptz', trace_context: 'text', concurrency_key: 'text', unique_key: 'text',
 };
 
 /** One numbered step of the schema's history, applied once per database by `migrate()`. */
@@ -40,7 +39,7 @@ CREATE TABLE ${s}.jobs (
   type             text        NOT NULL,
   payload          json        NOT NULL DEFAULT 'null'::json,
   status           text        NOT NULL DEFAULT 'queued'
-                   CHECK (status IN ('queued','running','succeeded','failed','dead','cancelled')),
+                   CHECK (status IN ('queued','running','succeeded','failed','dead','cancelled','waiting')),
   priority         integer     NOT NULL DEFAULT 0,
   run_at           timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
   attempts         integer     NOT NULL DEFAULT 0,
@@ -81,7 +80,7 @@ CREATE INDEX jobs_finished_at_idx ON ${s}.jobs (finished_at) WHERE finished_at I
 CREATE UNIQUE INDEX jobs_schedule_slot_idx ON ${s}.jobs (schedule_name, slot_at) WHERE schedule_name IS NOT NULL;
 -- one job per unique key among the jobs that hold it (queued, failed, running): a finish frees the key
 CREATE UNIQUE INDEX jobs_unique_key_idx ON ${s}.jobs (unique_key) WHERE unique_key IS NOT NULL AND status IN ('queued','failed','running');
-
+${workflowTables(s)}
 -- job_attempts: one row per ended attempt, written by the write that ends it; found by its job
 -- (listing, pruning), so no foreign key to check and no second index to keep per insert
 CREATE TABLE ${s}.job_attempts (

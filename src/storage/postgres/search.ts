@@ -21,6 +21,7 @@ const STATUS_TERM: Record<JobStatus, string> = {
   succeeded: `status = 'succeeded'`,
   dead: `status = 'dead'`,
   cancelled: `status = 'cancelled'`,
+  waiting: `status = 'waiting'`,
 };
 
 /** A statement's WHERE terms and their values, numbered as they are added. */

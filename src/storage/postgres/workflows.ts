@@ -1,7 +1,8 @@
 /** Results and progress on PostgreSQL: the job row's workflow columns and the fenced progress write. */
-import type { ProgressParams, WorkflowStore } from '../../core/storage.js';
+import { FLOW_LIMITS } from '../../core/workflow-graph.js';
+import type { FlowInsert, JobRow, ProgressParams, WorkflowStore } from '../../core/storage.js';
 import { type Db } from './db.js';
-import { NOW, validId } from './sql.js';
+import { NOW, jsonParam, ms, toJobRow, validId } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 
 /** The jobs table's workflow columns, in the baseline migration's CREATE TABLE (after unique_key). */
@@ -9,10 +10,101 @@ export const WORKFLOW_JOB_COLUMNS = `,
   result           json,
   progress         json,
   progress_note    text,
-  progress_at      timestamptz(3)`;
+  progress_at      timestamptz(3),
+  pending_parents  integer,
+  dependents       integer,
+  parent_policy    text CHECK (parent_policy IN ('cancel','hold'))`;
+
+/** The workflow tables and indexes, in the baseline migration. */
+export const workflowTables = (s: string): string => `
+-- job_dependencies: a workflow's edges, written with its jobs; a parent's finish reads its children by the primary key
+CREATE TABLE ${s}.job_dependencies (
+  parent_id  bigint NOT NULL,
+  child_id   bigint NOT NULL,
+  PRIMARY KEY (parent_id, child_id)
+);
+-- an operator's search and counts of jobs waiting for their parents: rare rows, as failed_idx
+CREATE INDEX jobs_waiting_idx ON ${s}.jobs (id) WHERE status = 'waiting';
+`;
+
+/**
+ * The finish's CTEs after `upd` (the landed jobs, with their dependents): the waiting children of
+ * parents that succeeded lose one pending parent each (at 0: queued, due no earlier than now);
+ * the waiting descendants of parents that ended dead or cancelled, under policy 'cancel', are
+ * cancelled. Children are locked in id order (`kids`), as every finisher locks rows. Driven from
+ * the landed rows' ids, so a finish of jobs without dependents reads nothing more.
+ */
+export const settleChildrenSql = (s: string): string => `, released AS (
+  SELECT d.child_id AS id, count(*)::int AS n
+  FROM upd u JOIN ${s}.job_dependencies d ON d.parent_id = u.id
+  WHERE u.dependents IS NOT NULL AND u.status = 'succeeded'
+  GROUP BY d.child_id
+), doomed(id, cause, how) AS (
+  SELECT d.child_id, u.id, u.status FROM upd u JOIN ${s}.job_dependencies d ON d.parent_id = u.id
+  WHERE u.dependents IS NOT NULL AND u.status IN ('dead','cancelled')
+  UNION
+  -- lateral, so each step reads its parents' children by the primary key whatever the estimates
+  SELECT d.child_id, x.cause, x.how FROM doomed x
+  CROSS JOIN LATERAL (SELECT child_id FROM ${s}.job_dependencies WHERE parent_id = x.id LIMIT ${FLOW_LIMITS.jobs}) d
+), touched AS (
+  SELECT t.id, max(t.n) AS n, min(t.cause) AS cause, min(t.how) AS how
+  FROM (SELECT id, n, NULL::bigint AS cause, NULL::text AS how FROM released UNION ALL SELECT id, 0, cause, how FROM doomed) t
+  GROUP BY t.id
+), kids AS (
+  -- the children as an array of ids, not a join: no plan reads the whole table for them
+  SELECT c.id, c.status, c.pending_parents, c.parent_policy FROM ${s}.jobs c
+  WHERE c.id = ANY (ARRAY(SELECT id FROM touched))
+  ORDER BY c.id FOR UPDATE OF c
+), settle AS (
+  SELECT k.id, k.pending_parents - t.n AS left_parents, (t.cause IS NOT NULL AND k.parent_policy = 'cancel') AS doomed, t.cause, t.how
+  FROM kids k JOIN touched t ON t.id = k.id
+  WHERE k.status = 'waiting'
+), settled AS (
+  UPDATE ${s}.jobs c
+  SET status = CASE WHEN k.doomed THEN 'cancelled' WHEN k.left_parents <= 0 THEN 'queued' ELSE 'waiting' END,
+      pending_parents = k.left_parents,
+      run_at = CASE WHEN NOT k.doomed AND k.left_parents <= 0 THEN greatest(c.run_at, ${NOW}) ELSE c.run_at END,
+      finished_at = CASE WHEN k.doomed THEN ${NOW} END,
+      last_error_code = CASE WHEN k.doomed THEN 'PARENT_FAILED' ELSE c.last_error_code END,
+      last_error = CASE WHEN k.doomed THEN 'job ' || k.cause || ' it depends on ended ' || k.how ELSE c.last_error END,
+      updated_at = ${NOW}
+  FROM settle k
+  WHERE c.id = ANY (ARRAY(SELECT id FROM settle)) AND c.id = k.id
+  RETURNING c.status, c.run_at
+)`;
 
 function workflowsSql(s: string) {
   return {
+    /**
+     * $1..$11 per job: queue, type, payload, priority, run_at (null: now + $6), run_after_ms,
+     * max_attempts, timeout_ms, max_runtime_ms, trace_context, concurrency_key; $12 pending
+     * parents (null: none), $13 dependents (null: none), $14 policy, $15 $16 edges as 1-based
+     * input positions (parent, child), $17 $18 notify. Ids are drawn first so the edges can name them.
+     */
+    insertFlow: `-- leasehold insertFlow: add a workflow's jobs (those with parents waiting) and its edges in one statement, notify if any is due now
+WITH input AS MATERIALIZED (
+  SELECT nextval('${s}.jobs_id_seq'::regclass) AS new_id, u.*
+  FROM unnest($1::text[], $2::text[], $3::json[], $4::int[], $5::timestamptz[], $6::float8[], $7::int[], $8::bigint[],
+              $9::bigint[], $10::text[], $11::text[], $12::int[], $13::int[])
+       WITH ORDINALITY AS u(queue, type, payload, priority, run_at, run_after_ms, max_attempts, timeout_ms, max_runtime_ms,
+                            trace_context, concurrency_key, pending_parents, dependents, ord)
+), ins AS (
+  INSERT INTO ${s}.jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms,
+                         created_at, updated_at, trace_context, concurrency_key, pending_parents, dependents, parent_policy)
+  SELECT new_id, queue, type, payload, CASE WHEN pending_parents IS NULL THEN 'queued' ELSE 'waiting' END, priority,
+         coalesce(run_at, ${NOW} + ${ms('run_after_ms')}), 0, max_attempts, timeout_ms, max_runtime_ms, ${NOW}, ${NOW},
+         trace_context, concurrency_key, pending_parents, dependents, CASE WHEN pending_parents IS NULL THEN NULL ELSE $14::text END
+  FROM input ORDER BY ord
+  RETURNING *
+), edges AS (
+  INSERT INTO ${s}.job_dependencies (parent_id, child_id)
+  SELECT p.new_id, c.new_id FROM unnest($15::int[], $16::int[]) AS e(parent_ord, child_ord)
+  JOIN input p ON p.ord = e.parent_ord JOIN input c ON c.ord = e.child_ord
+), woke AS (
+  SELECT pg_notify($17, $18) FROM (SELECT 1 FROM ins WHERE ins.status = 'queued' AND ins.run_at <= ${NOW} LIMIT 1) AS due
+)
+SELECT (SELECT count(*) FROM woke) AS notified, ins.* FROM input JOIN ins ON ins.id = input.new_id ORDER BY input.ord`,
+
     /** $1 id, $2 token, $3 value (JSON text), $4 note */
     progress: `-- leasehold progress: record a running attempt's progress, only under its lease (id + token + running)
 UPDATE ${s}.jobs SET progress = $3::json, progress_note = $4::text, progress_at = ${NOW}, updated_at = ${NOW}
@@ -24,6 +116,21 @@ RETURNING 1 AS landed`,
 export class PostgresWorkflows extends SqlAggregate<Db, ReturnType<typeof workflowsSql>> implements WorkflowStore {
   constructor(db: Db) {
     super(db, workflowsSql(db.q));
+  }
+
+  async insertFlow(p: FlowInsert): Promise<JobRow[]> {
+    const j = p.jobs;
+    const dependents = j.map(() => 0);
+    for (const x of j) for (const at of x.parents) dependents[at]! += 1;
+    const edges = j.flatMap((x, i) => x.parents.map((at) => [at + 1, i + 1] as const));
+    const rows = await this.db.run('insertFlow', this.sql.insertFlow, [
+      j.map((x) => x.queue), j.map((x) => x.type), j.map((x) => jsonParam(x.payload)), j.map((x) => x.priority),
+      j.map((x) => x.runAt ?? null), j.map((x) => x.runAfterMs), j.map((x) => x.maxAttempts), j.map((x) => x.timeoutMs),
+      j.map((x) => x.maxRuntimeMs), j.map((x) => x.traceContext ?? null), j.map((x) => x.concurrencyKey ?? null),
+      j.map((x) => (x.parents.length > 0 ? x.parents.length : null)), dependents.map((n) => (n > 0 ? n : null)), p.onParentFailure,
+      edges.map((e) => e[0]), edges.map((e) => e[1]), ...this.db.notify,
+    ]);
+    return rows.map(toJobRow);
   }
 
   async progress(p: ProgressParams): Promise<boolean> {

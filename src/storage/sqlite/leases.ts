@@ -18,6 +18,7 @@ import { refuseTx } from './db.js';
 import { NOT_PAUSED, pickLimited } from './flow.js';
 import type { SqliteDb } from './db.js';
 import { toExpiredLease, toSqlId } from './sql.js';
+import { settleChildren } from './workflows.js';
 import type { SqlExpired } from './sql.js';
 
 /**
@@ -70,7 +71,8 @@ const LEASE_SQL = {
         last_error_code = CASE WHEN ? THEN ? ELSE last_error_code END,
         last_error = CASE WHEN ? THEN ? ELSE last_error END,
         locked_by = NULL, lease_token = NULL, locked_until = NULL, finished_at = ?, updated_at = ?, result = ?
-    WHERE id = ? AND lease_token = ? AND status = 'running' AND (? = 0 OR locked_until < ?)`,
+    WHERE id = ? AND lease_token = ? AND status = 'running' AND (? = 0 OR locked_until < ?)
+    RETURNING dependents`,
   expired: `-- leasehold leases.expired: running jobs whose lease has expired, of @types when not null, oldest expiry first
     SELECT id, type, lease_token, locked_by, attempts, max_attempts FROM {p}jobs
     WHERE status = 'running' AND locked_until < @now AND (@types IS NULL OR type IN (SELECT value FROM json_each(@types)))
@@ -200,11 +202,12 @@ export class SqliteLeases implements LeaseStore {
         end.run(now, now, f.attempt.outcome, a?.code ?? null, a?.message ?? null, a?.stack ?? null, f.attempt.retryDelayMs ?? null, id, f.leaseToken, expiredOnly, now);
         const e = f.error ?? null;
         const hasError = e === null ? 0 : 1;
-        const landed = finish.run(
+        const landed = finish.get(
           f.status, now, f.runAfterMs ?? null, f.uncountAttempt ? 1 : 0, hasError, e?.code ?? null, hasError, e?.message ?? null,
           TERMINAL.has(f.status) ? now : null, now, f.result ?? null, id, f.leaseToken, expiredOnly, now,
-        ).changes;
-        return { id: f.id, applied: landed > 0 };
+        ) as { dependents: number | null } | undefined;
+        if (landed?.dependents != null) settleChildren(db, id, f.status, now);
+        return { id: f.id, applied: landed !== undefined };
       });
     });
   }

@@ -12,7 +12,7 @@ import { SchemaTooNewError } from '../../core/errors.js';
 import type { MigrateResult } from '../../core/storage.js';
 import type { SqliteDb } from './db.js';
 import { withPrefix } from './sql.js';
-import { WORKFLOW_JOB_COLUMNS } from './workflows.js';
+import { WORKFLOW_JOB_COLUMNS, WORKFLOW_TABLES } from './workflows.js';
 
 /** One numbered step of the schema's history, applied once per database by `migrate()`. */
 export interface Migration {
@@ -36,7 +36,7 @@ CREATE TABLE {p}jobs (
   queue           TEXT    NOT NULL,
   type            TEXT    NOT NULL,
   payload         TEXT    NOT NULL,
-  status          TEXT    NOT NULL CHECK (status IN ('queued','running','succeeded','failed','dead','cancelled')),
+  status          TEXT    NOT NULL CHECK (status IN ('queued','running','succeeded','failed','dead','cancelled','waiting')),
   priority        INTEGER NOT NULL DEFAULT 0,
   run_at          INTEGER NOT NULL,
   attempts        INTEGER NOT NULL DEFAULT 0,
@@ -85,7 +85,7 @@ CREATE UNIQUE INDEX {p}jobs_schedule_slot_idx ON {p}jobs (schedule_name, slot_at
 -- one job per unique key among waiting and running jobs; a finished job frees its key
 CREATE UNIQUE INDEX {p}jobs_unique_key_idx ON {p}jobs (unique_key)
   WHERE unique_key IS NOT NULL AND status IN ('queued','failed','running');
-
+${WORKFLOW_TABLES}
 -- ids are never reused without AUTOINCREMENT, which rewrites its sqlite_sequence row on every
 -- insert: a new id is above both the largest id in the table and this floor, the largest id
 -- deleted. The effect ledger outlives pruned jobs and names them by id.

@@ -23,6 +23,7 @@ const STATUS_TERM: Record<JobStatus, string> = {
   succeeded: `status = 'succeeded'`,
   dead: `status = 'dead'`,
   cancelled: `status = 'cancelled'`,
+  waiting: `status = 'waiting'`,
 };
 
 /** Without id bounds (the summary's counts) queued jobs are read from the due partial index; within them the primary key's range is shorter. */
