@@ -120,7 +120,8 @@ export class Sweeper {
     const key = JSON.stringify(unhandled);
     // Report when the picture changes, not every minute.
     if (unhandled.length > 0 && key !== this.#reportedUnhandled) {
-      this.log.warn({ event: 'jobs.unhandled', unhandled }, 'due jobs wait for a worker with a handler for their type');
+      // capped: the read of due jobs stopped at its limit, so each `due` is a floor
+      this.log.warn({ event: 'jobs.unhandled', unhandled, capped: !due.complete }, 'due jobs wait for a worker with a handler for their type');
     }
     this.#reportedUnhandled = key;
     // a few closed chart slots counted per pass, so a day or week chart reads them counted

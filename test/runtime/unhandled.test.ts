@@ -33,6 +33,7 @@ await describeEachKind('jobs no worker handles', STORAGE_KINDS, (kind) => {
 
     const warn = await h.waitEvent('jobs.unhandled', undefined, 3_000);
     assert.equal(warn.level, 40);
+    assert.equal(warn.capped, false, 'every due job was read');
     const reported = warn.unhandled as { type: string; queue: string; due: number }[];
     assert.deepEqual(
       [...reported].sort((x, y) => x.type.localeCompare(y.type)),

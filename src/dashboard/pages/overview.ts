@@ -7,6 +7,7 @@ import { html } from 'hono/html';
 import type { StatusTotal } from '../../core/search.js';
 import type { AlertStateRow, JobCount, QueueState, WorkerRow } from '../../core/storage.js';
 import { JOB_STATUSES } from '../../core/status.js';
+import { DUE_READ_LIMIT } from '../../core/due-counts.js';
 import type { PageContext, PageSpec } from '../layout.js';
 import type { Cell, Column, LiveModel } from '../view.js';
 import { badge, cell, link, slot, tableHtml, text, when } from '../view.js';
@@ -76,7 +77,7 @@ export function overviewLive(ctx: PageContext, d: OverviewData): Live {
   slots.firing = [text(`${firing.length} alert(s) firing.`)];
   const unhandled = d.unhandled.reduce((a, u) => a + u.due, 0);
   // the read of due jobs is bounded: past its limit the number is a floor, and say so
-  slots['unhandled.total'] = [text(d.unhandled.some((u) => u.capped) ? `At least ${unhandled} due job(s) (of the oldest due read) wait for a worker that handles their type.` : `${unhandled} due job(s) wait for a worker that handles their type.`)];
+  slots['unhandled.total'] = [text(d.unhandled.some((u) => u.capped) ? `At least ${unhandled} due job(s) wait for a worker that handles their type (the count reads ${DUE_READ_LIMIT.toLocaleString('en-US')} due jobs at most).` : `${unhandled} due job(s) wait for a worker that handles their type.`)];
   const paused = new Set((d.queues ?? []).filter((s) => s.paused).map((s) => s.queue));
   const queueState = d.queues && ((k: string) => cell(paused.has(k) ? link('paused', `${ctx.base}/queues`, 'badge s-paused') : text('active', 'muted'), undefined, 'State'));
   return {
