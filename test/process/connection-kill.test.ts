@@ -23,7 +23,7 @@ const targets = await dbTargets('process connection kill', SERVER_KINDS);
 
 for (const { kind, server, skip } of targets) {
   describe(`process: every worker connection killed mid-drain (${kind})`, { skip }, () => {
-    it(`${ROUNDS} rounds of kills: nothing lost, duplicated or stuck; errors logged once per episode`, { timeout: 120_000 }, async (t) => {
+    it(`${ROUNDS} rounds of kills: nothing lost, duplicated or stuck; errors logged once per episode`, { timeout: 600_000 }, async (t) => {
       const sb = await Sandbox.create(kind, server);
       try {
         // ~40 ms of work per job: 32 slots drain at most ~800 jobs/s, so the kill rounds land
@@ -49,7 +49,7 @@ for (const { kind, server, skip } of targets) {
         );
         assert.ok((succeededAt.at(-1) ?? TOTAL) < TOTAL, 'the kills landed while jobs were still being drained');
 
-        await waitForSucceeded(sb, TOTAL, 90_000, 20_000);
+        await waitForSucceeded(sb, TOTAL, 20_000);
         t.diagnostic(`${kind}: ${WORKERS} workers drained ${TOTAL} jobs in ${Date.now() - startedAt} ms despite the kills`);
         for (const w of workers) w.signal('SIGTERM');
         for (const w of workers) assert.equal((await w.waitExit()).code, 0, w.tail());

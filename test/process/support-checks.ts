@@ -24,11 +24,11 @@ export async function waitUntil<T>(what: string, probe: () => Promise<T> | T, ti
 }
 
 /**
- * Wait until `total` jobs have succeeded; fail early when the count stops moving for `stallMs`
- * (a wedged drain should not cost the whole timeout), with the status counts in the message.
+ * Wait until `total` jobs have succeeded, however slowly a loaded machine drains them; fail when
+ * the count stops moving for `stallMs`, with the status counts in the message. A deadline on the
+ * whole drain would fail a correct run beside a busy CPU.
  */
-export async function waitForSucceeded(sb: Sandbox, total: number, timeoutMs = 90_000, stallMs = 15_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
+export async function waitForSucceeded(sb: Sandbox, total: number, stallMs = 15_000): Promise<void> {
   let last = -1;
   let movedAt = Date.now();
   for (;;) {
@@ -37,7 +37,7 @@ export async function waitForSucceeded(sb: Sandbox, total: number, timeoutMs = 9
       counts = await sb.statusCounts();
     } catch (e) {
       // the test's own connection may be killed too (the MySQL connection-kill scenario)
-      if (Date.now() > until) throw e;
+      if (Date.now() - movedAt > stallMs) throw e;
       await pause(100);
       continue;
     }
@@ -48,7 +48,6 @@ export async function waitForSucceeded(sb: Sandbox, total: number, timeoutMs = 9
       movedAt = Date.now();
     }
     if (Date.now() - movedAt > stallMs) throw new Error(`no job finished for ${stallMs} ms; stuck at ${JSON.stringify(counts)}`);
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${total} successes; at ${JSON.stringify(counts)}`);
     await pause(100);
   }
 }

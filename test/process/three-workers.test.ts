@@ -13,7 +13,7 @@ const TOTAL = 2_000;
 const BATCH = 250;
 
 describe('process: three workers, one SQLite file', () => {
-  it('drain 2,000 jobs: each succeeds once, 2,000 sends, no overlapping leases', { timeout: 120_000 }, async (t) => {
+  it('drain 2,000 jobs: each succeeds once, 2,000 sends, no overlapping leases', { timeout: 600_000 }, async (t) => {
     const sb = await Sandbox.create();
     try {
       for (let from = 0; from < TOTAL; from += BATCH) {
