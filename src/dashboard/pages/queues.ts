@@ -19,7 +19,10 @@ const FAILED_OUTCOMES = new Set<AttemptOutcome>(['failed', 'dead', 'timed_out', 
 const NOTICES: Record<string, string> = { paused: 'The queue is paused: no worker starts its jobs until it is resumed.', resumed: 'The queue is resumed.' };
 
 export interface QueuesData {
+  /** by queue, type and status (from the bounded summary: the statuses it counted exactly) */
   counts: readonly JobCount[];
+  /** false: more jobs wait for a retry than the summary counts, so `counts` has none of them */
+  failedExact?: boolean | undefined;
   /** absent: the client has no queue health (due and oldest age then come from the counts) */
   health?: readonly QueueHealth[] | undefined;
   /** absent: the client cannot pause queues */
@@ -81,7 +84,7 @@ export function queuesLive(ctx: PageContext, d: QueuesData): Required<Pick<LiveM
         cell(link(l.queue, `${ctx.base}/jobs${q({ queue: l.queue })}`), undefined, 'Queue'),
         cell(l.due ? link(l.due, `${ctx.base}/jobs${q({ queue: l.queue, status: 'queued' })}`) : text(0, 'muted'), 'num', 'Due'),
         cell(l.running ? link(l.running, `${ctx.base}/jobs${q({ queue: l.queue, status: 'running' })}`) : text(0, 'muted'), 'num', 'Running'),
-        cell(l.failed ? link(l.failed, `${ctx.base}/jobs${q({ queue: l.queue, status: 'failed' })}`) : text(0, 'muted'), 'num', 'Failed'),
+        cell(d.failedExact === false ? { ...link('many', `${ctx.base}/jobs${q({ queue: l.queue, status: 'failed' })}`), ti: 'more jobs wait for a retry than the page counts' } : l.failed ? link(l.failed, `${ctx.base}/jobs${q({ queue: l.queue, status: 'failed' })}`) : text(0, 'muted'), 'num', 'Failed'),
         cell(text(l.oldestDueAgeMs === null ? '—' : coarse(l.oldestDueAgeMs)), 'num', 'Oldest due'),
         ...(d.outcomes ? [cell(text(l.ended), 'num', 'Ended 5 min'), cell(text(l.endedFailed, l.endedFailed ? 'err' : 'muted'), 'num', 'Failed 5 min')] : []),
         ...stateCells(ctx, l, d),

@@ -6,10 +6,13 @@ import type { QueuesData } from '../pages/queues.js';
 import { THROUGHPUT_WINDOW_MS, queuesLive, queuesPage } from '../pages/queues.js';
 
 async function load({ client }: Kit): Promise<QueuesData> {
-  const [counts, health, states, outcomes] = await Promise.all([
-    client.countJobs(), client.queueHealth?.(), client.queueStates?.(), client.attemptOutcomes?.({ sinceMs: THROUGHPUT_WINDOW_MS }),
+  // the bounded summary where the client has it: countJobs groups every job on each poll
+  const [summary, health, states, outcomes] = await Promise.all([
+    client.summarizeJobs ? client.summarizeJobs() : client.countJobs().then((groups) => ({ groups, statuses: undefined })),
+    client.queueHealth?.(), client.queueStates?.(), client.attemptOutcomes?.({ sinceMs: THROUGHPUT_WINDOW_MS }),
   ]);
-  return { counts, health, states, outcomes, nowMs: Date.now() };
+  const failedExact = summary.statuses?.find((t) => t.status === 'failed')?.exact ?? true;
+  return { counts: summary.groups, failedExact, health, states, outcomes, nowMs: Date.now() };
 }
 
 export const queues: Area = (app, kit) => {
