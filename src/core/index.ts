@@ -16,6 +16,7 @@ export * from './results.js';
 export * from './retry.js';
 export * from './schedules.js';
 export * from './slots.js';
+export * from './batches.js';
 export * from './status.js';
 export * from './workflow-graph.js';
 export type * from './storage.js';

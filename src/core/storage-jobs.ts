@@ -67,6 +67,8 @@ export interface JobRow {
   progress?: JobProgress;
   /** a workflow's job: how many of the jobs it waits for have not succeeded yet (absent: it waits for none) */
   pendingParents?: number;
+  /** the batch it is a member of */
+  batchId?: string;
 }
 
 /** A running (or ended) job's last reported progress. */

@@ -2,7 +2,7 @@
  * The workflow calls of the Storage contract: what jobs hand on besides their status. Types
  * only; ./storage.ts re-exports everything here.
  *
- * Semantics every adapter must meet (test/conformance/results.ts pins them):
+ * Semantics every adapter must meet (test/conformance/results.ts, workflows.ts and batches.ts pin them):
  * - leases.finish with `result` (a succeeded item) stores that JSON text as the job's result in
  *   the same fenced write; a finish that does not land stores nothing. jobs.get and jobs.list
  *   return it as `result` (parsed), absent when none.
@@ -17,6 +17,15 @@
  *   `queued` with run_at = max(run_at, now). One that becomes `dead` or `cancelled` cancels every
  *   waiting descendant reached through children of policy 'cancel' (finished_at now, last error
  *   PARENT_FAILED); 'hold' leaves them waiting for an operator. Children are locked in id order.
+ * - Batches: workflows.createBatch stores an open batch and its callback job's spec. insertFlow
+ *   with `batchId` inserts members (batch_id set) and adds them to the batch's total and pending
+ *   in the same transaction, only while it is open (else it inserts nothing and returns []).
+ *   leases.finish, in the same transaction: a member that becomes succeeded, dead or cancelled
+ *   takes one off pending and adds to that count (batch rows locked in id order). A closed batch
+ *   (workflows.closeBatch) whose pending reaches 0 becomes done and, unless onSuccessOnly with a
+ *   member not succeeded, enqueues its callback once: the spec's payload object plus
+ *   `batch: { id, total, succeeded, dead, cancelled }`, idempotency key `leasehold:batch:<id>`.
+ *   closeBatch of a batch with nothing pending does the same at once.
  */
 import type { JobRow, NewJob } from './storage-jobs.js';
 
@@ -47,12 +56,57 @@ export interface FlowInsert {
   jobs: readonly FlowJob[];
   /** what its waiting jobs do when a parent ends dead or cancelled */
   onParentFailure: ParentPolicy;
+  /** add every job to this open batch */
+  batchId?: string | undefined;
 }
 
 /** Results, progress and the jobs that wait for each other. */
 export interface WorkflowStore {
   /** Record a running attempt's progress, fenced by its lease; false when the lease is gone. */
   progress(params: ProgressParams): Promise<boolean>;
-  /** Insert a workflow in one transaction; the rows in input order. */
+  /** Insert a workflow in one transaction; the rows in input order ([] when `batchId` names no open batch). */
   insertFlow(params: FlowInsert): Promise<JobRow[]>;
+  /** A new open batch. */
+  createBatch(params: NewBatch): Promise<BatchRow>;
+  /** No more members: the batch completes once nothing is pending (at once when nothing is). Null: no such batch. */
+  closeBatch(params: { batchId: string }): Promise<BatchRow | null>;
+  /** One batch, or null. */
+  getBatch(params: { batchId: string }): Promise<BatchRow | null>;
+}
+
+/** A batch to create: the callback it enqueues when its last member ends. */
+export interface NewBatch {
+  /** the callback job, as an enqueue builds it; its payload is a JSON object (the counts are added as `batch`) */
+  callback: NewJob;
+  /** true: the callback is enqueued only when every member succeeded */
+  onSuccessOnly: boolean;
+}
+
+/** Where a batch is: taking members (`open`), waiting for its last ones (`closed`), or `done`. */
+export type BatchState = 'open' | 'closed' | 'done';
+
+/** A batch as stored. */
+export interface BatchRow {
+  /** decimal string of an increasing integer */
+  id: string;
+  /** open, closed or done */
+  state: BatchState;
+  /** the callback waits for every member to succeed */
+  onSuccessOnly: boolean;
+  /** members added */
+  total: number;
+  /** members not ended yet */
+  pending: number;
+  /** members that ended succeeded */
+  succeeded: number;
+  /** members that ended dead */
+  dead: number;
+  /** members that ended cancelled */
+  cancelled: number;
+  /** the callback job's type */
+  callbackType: string;
+  /** when it was created */
+  createdAt: Date;
+  /** when it became done, or null */
+  finishedAt: Date | null;
 }

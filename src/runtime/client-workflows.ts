@@ -30,8 +30,12 @@ export interface FlowOptions {
   onParentFailure?: ParentPolicy;
 }
 
-/** Check and write a workflow; the jobs as written, by key. */
-export async function enqueueFlow(enqueuer: Enqueuer, items: readonly FlowItem[], options: FlowOptions = {}): Promise<Record<string, JobRow>> {
+/**
+ * Check and write a workflow; the jobs as written, by key.
+ *
+ * @param batchId - add every job to this batch (client-batches.ts); null when it is not open
+ */
+export async function enqueueFlow(enqueuer: Enqueuer, items: readonly FlowItem[], options: FlowOptions = {}, batchId?: string): Promise<Record<string, JobRow> | null> {
   const policy = options.onParentFailure ?? 'cancel';
   if (policy !== 'cancel' && policy !== 'hold') throw new ValidationError('INVALID_FLOW', `onParentFailure must be 'cancel' or 'hold'; got ${JSON.stringify(policy)}`);
   if (!Array.isArray(items)) throw new ValidationError('INVALID_FLOW', 'enqueueFlow takes an array of jobs');
@@ -47,7 +51,8 @@ export async function enqueueFlow(enqueuer: Enqueuer, items: readonly FlowItem[]
   for (const it of items) rows.push(await enqueuer.prepare(it));
   const position = new Map(order.map((i, at) => [items[i]!.key, at]));
   const jobs: FlowJob[] = order.map((i) => ({ ...rows[i]!, parents: (items[i]!.dependsOn ?? []).map((k: string) => position.get(k)!) }));
-  const written = await enqueuer.storage.workflows.insertFlow({ jobs, onParentFailure: policy });
+  const written = await enqueuer.storage.workflows.insertFlow({ jobs, onParentFailure: policy, ...(batchId === undefined ? {} : { batchId }) });
+  if (written.length < jobs.length) return null;
   LocalBus.for(enqueuer.storage).jobsEnqueued();
   return Object.fromEntries(order.map((i, at) => [items[i]!.key, written[at]!]));
 }

@@ -11,6 +11,7 @@ import type { LockRow, ScheduleInput, ScheduleRow } from '../core/schedules.js';
 import { checkId, checkSchedule } from './client-input.js';
 import { Enqueuer } from './client-enqueue.js';
 import { type FlowItem, type FlowOptions, enqueueFlow } from './client-workflows.js';
+import { Batches } from './client-batches.js';
 import { LocalBus } from './env.js';
 import { API_OPERATOR, cancelJob, retryJob } from './operator-jobs.js';
 import { JobRegistry } from './job-definition.js';
@@ -58,6 +59,7 @@ export class Client<const J extends JobList = any> {
   readonly registry: JobRegistry | null;
   readonly #enqueuer: Enqueuer;
   readonly #bus: LocalBus;
+  #batches: Batches<J> | undefined;
 
   constructor(opts: ClientOptions<J>) {
     this.storage = opts.storage;
@@ -129,8 +131,13 @@ export class Client<const J extends JobList = any> {
    * @returns the jobs as written, by key (those with parents `waiting`)
    * @throws `ValidationError` (`INVALID_FLOW`, and `enqueue`'s codes)
    */
-  enqueueFlow(items: readonly FlowItem<J>[], options?: FlowOptions): Promise<Record<string, JobRow>> {
-    return enqueueFlow(this.#enqueuer, items as readonly FlowItem[], options);
+  async enqueueFlow(items: readonly FlowItem<J>[], options?: FlowOptions): Promise<Record<string, JobRow>> {
+    return (await enqueueFlow(this.#enqueuer, items as readonly FlowItem[], options))!;
+  }
+
+  /** Batches: groups of jobs whose last one to end enqueues a callback job, once (docs/workflows.md). */
+  get batches(): Batches<J> {
+    return (this.#batches ??= new Batches<J>(this.#enqueuer));
   }
 
   /**

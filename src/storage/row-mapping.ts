@@ -4,7 +4,7 @@
  * passes those two decoders and gets the mappers.
  */
 import type { AttemptOutcome, JobStatus } from '../core/status.js';
-import type { AttemptRow, JobRow, NewJob } from '../core/storage.js';
+import type { AttemptRow, BatchRow, BatchState, JobRow, NewJob } from '../core/storage.js';
 
 export interface RowDecoders {
   /** a non-null timestamp column as the driver returns it */
@@ -53,6 +53,7 @@ export function rowMappers(d: RowDecoders) {
       ...(r.result != null && d.payload(r.result) !== null ? { result: d.payload(r.result) as NonNullable<unknown> } : {}),
       ...(r.progress != null && r.progress_at != null ? { progress: { value: d.payload(r.progress), note: strOrNull(r.progress_note), at: d.date(r.progress_at) } } : {}),
       ...(r.pending_parents != null ? { pendingParents: Number(r.pending_parents) } : {}),
+      ...(r.batch_id != null ? { batchId: String(r.batch_id) } : {}),
     };
   }
 
@@ -76,7 +77,16 @@ export function rowMappers(d: RowDecoders) {
     };
   }
 
-  return { toJobRow, toAttemptRow };
+  function toBatchRow(row: object): BatchRow {
+    const r = row as Record<string, unknown>;
+    return {
+      id: String(r.id), state: r.state as BatchState, onSuccessOnly: r.on_success_only === true || Number(r.on_success_only) === 1,
+      total: Number(r.total), pending: Number(r.pending), succeeded: Number(r.succeeded), dead: Number(r.dead), cancelled: Number(r.cancelled),
+      callbackType: String(r.callback_type), createdAt: d.date(r.created_at), finishedAt: dateOrNull(r.finished_at),
+    };
+  }
+
+  return { toJobRow, toAttemptRow, toBatchRow };
 }
 
 /**

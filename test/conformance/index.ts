@@ -33,6 +33,7 @@ import { observeTests } from './observe.js';
 import { raceTests } from './races.js';
 import { resultTests } from './results.js';
 import { workflowTests } from './workflows.js';
+import { batchTests } from './batches.js';
 import { scheduleTests } from './schedules.js';
 import { searchTests } from './search.js';
 import { sweepTests } from './sweep.js';
@@ -72,5 +73,6 @@ export function runStorageConformance(h: ConformanceHarness): void {
     rollUpTests(h);
     resultTests(h);
     workflowTests(h);
+    batchTests(h);
   });
 }

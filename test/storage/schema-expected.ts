@@ -12,7 +12,7 @@ export const EXPECTED_TABLES: Readonly<Record<string, readonly string[]>> = {
     'locked_by', 'lease_token', 'locked_until', 'heartbeat_at', 'started_at', 'finished_at', 'last_error_code',
     'last_error', 'timeout_ms', 'max_runtime_ms', 'created_at', 'updated_at', 'schedule_name', 'slot_at',
     'trace_context', 'concurrency_key', 'unique_key', 'result', 'progress', 'progress_note', 'progress_at',
-    'pending_parents', 'dependents', 'parent_policy',
+    'pending_parents', 'dependents', 'parent_policy', 'batch_id',
   ],
   job_attempts: [
     'id', 'job_id', 'attempt', 'worker_id', 'lease_token', 'started_at', 'finished_at', 'duration_ms', 'outcome',
@@ -32,6 +32,10 @@ export const EXPECTED_TABLES: Readonly<Record<string, readonly string[]>> = {
   job_events: ['id', 'job_id', 'at', 'kind', 'actor', 'source', 'detail'],
   attempt_rollups: ['slot_at', 'kind', 'label', 'n'],
   job_dependencies: ['parent_id', 'child_id'],
+  batches: [
+    'id', 'state', 'on_success_only', 'total', 'pending', 'succeeded', 'dead', 'cancelled', 'callback', 'callback_type', 'created_at',
+    'finished_at',
+  ],
   migrations: ['version', 'name', 'applied_at'],
 };
 

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { LeaseholdError } from '../../core/errors.js';
 import type { LockRow, ScheduleRow } from '../../core/schedules.js';
 import type { Bucket } from '../../core/flow.js';
-import type { AlertStateRow, AttemptRow, EffectRow, FinishParams, JobEvent, JobRow, ParentPolicy, QueueState, WorkerRow } from '../../core/storage.js';
+import type { AlertStateRow, AttemptRow, BatchRow, EffectRow, FinishParams, JobEvent, JobRow, NewJob, ParentPolicy, QueueState, WorkerRow } from '../../core/storage.js';
 
 /** A job as stored: the payload kept as JSON text. */
 export interface StoredJob extends Omit<JobRow, 'payload' | 'result' | 'progress'> {
@@ -76,10 +76,13 @@ export class MemoryDb {
   readonly buckets = new Map<string, Bucket>();
   /** operator events by id */
   readonly events = new Map<string, StoredEvent>();
+  /** batches by id, with their callback's spec */
+  readonly batches = new Map<string, BatchRow & { callback: NewJob }>();
   private nextJob = 1;
   private nextAttempt = 1;
   private nextEffect = 1;
   private nextEvent = 1;
+  private nextBatch = 1;
   private closed = false;
 
   constructor(private readonly clock: () => number) {}
@@ -104,6 +107,10 @@ export class MemoryDb {
 
   eventSeq(): number {
     return this.nextEvent++;
+  }
+
+  batchSeq(): number {
+    return this.nextBatch++;
   }
 
   /** Insert a queued job under the next id. */
@@ -195,6 +202,7 @@ export function jobOut(j: StoredJob): JobRow {
     ...(j.resultJson !== undefined && j.resultJson !== 'null' ? { result: JSON.parse(j.resultJson) as NonNullable<unknown> } : {}),
     ...(j.progressJson !== undefined ? { progress: { value: JSON.parse(j.progressJson.json) as unknown, note: j.progressJson.note, at: copyDate(j.progressJson.at) } } : {}),
     ...(j.pendingParents !== undefined ? { pendingParents: j.pendingParents } : {}),
+    ...(j.batchId !== undefined ? { batchId: j.batchId } : {}),
   };
 }
 

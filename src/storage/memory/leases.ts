@@ -8,7 +8,7 @@ import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishPa
 import { type ClaimFilter, flowGroups } from '../../core/flow-groups.js';
 import { jobOut, newToken, type MemoryDb, type StoredJob } from './db.js';
 import { flowPick } from './flow.js';
-import { settleChildren } from './workflows.js';
+import { settleBatch, settleChildren } from './workflows.js';
 
 const DUE: readonly JobStatus[] = ['queued', 'failed'];
 const FINISHED: readonly JobStatus[] = ['succeeded', 'dead', 'cancelled'];
@@ -126,6 +126,7 @@ export class MemoryLeases implements LeaseStore {
     j.updatedAt = now;
     if (p.result !== undefined) j.resultJson = p.result;
     if (j.children) settleChildren(this.db, j, now);
+    if (j.batchId !== undefined) settleBatch(this.db, j, now);
     this.db.closeAttempt(j.id, p.leaseToken, p.attempt, now);
     return true;
   }

@@ -1,6 +1,34 @@
 /** Results, progress and workflows in memory: each call one synchronous step, fenced like the SQL adapters. */
-import type { FlowInsert, JobRow, ProgressParams, WorkflowStore } from '../../core/storage.js';
-import { type MemoryDb, type StoredJob, jobOut, toJson } from './db.js';
+import { batchCallbackKey, batchCallbackPayload, batchFires } from '../../core/batches.js';
+import type { BatchRow, FlowInsert, JobRow, NewBatch, NewJob, ProgressParams, WorkflowStore } from '../../core/storage.js';
+import { type MemoryDb, type StoredJob, copyDate, copyDateOrNull, jobOut, toJson } from './db.js';
+
+type StoredBatch = BatchRow & { callback: NewJob };
+
+const batchOut = ({ callback: _, ...b }: StoredBatch): BatchRow => ({ ...b, createdAt: copyDate(b.createdAt), finishedAt: copyDateOrNull(b.finishedAt) });
+
+/** A closed batch with nothing pending: done, and its callback enqueued once (unless onSuccessOnly and a member did not succeed). */
+function completeBatch(db: MemoryDb, b: StoredBatch, now: Date): void {
+  if (b.state !== 'closed' || b.pending > 0) return;
+  Object.assign(b, { state: 'done', finishedAt: now });
+  const key = batchCallbackKey(b.id);
+  if (!batchFires(b) || db.idempotency.has(key)) return;
+  const c = b.callback;
+  const row = db.insertJob({
+    queue: c.queue, type: c.type, payloadJson: toJson(batchCallbackPayload(c.payload, b)), priority: c.priority,
+    runAt: new Date(now.getTime() + c.runAfterMs), maxAttempts: c.maxAttempts, idempotencyKey: key, timeoutMs: c.timeoutMs, maxRuntimeMs: c.maxRuntimeMs,
+  }, now);
+  db.idempotency.set(key, row.id);
+}
+
+/** A member's finish, in the same step: it ends for its batch, which completes when it was the last. */
+export function settleBatch(db: MemoryDb, job: StoredJob, now: Date): void {
+  const b = job.batchId === undefined ? undefined : db.batches.get(job.batchId);
+  if (!b || (job.status !== 'succeeded' && job.status !== 'dead' && job.status !== 'cancelled')) return;
+  b.pending -= 1;
+  b[job.status] += 1;
+  completeBatch(db, b, now);
+}
 
 /** A parent's finish, in the same step: a success releases its children, a death or cancel applies their policy. */
 export function settleChildren(db: MemoryDb, parent: StoredJob, now: Date): void {
@@ -42,8 +70,37 @@ export class MemoryWorkflows implements WorkflowStore {
     return true;
   }
 
+  async createBatch(p: NewBatch): Promise<BatchRow> {
+    const now = this.db.now();
+    toJson(p.callback.payload);
+    const id = String(this.db.batchSeq());
+    const b: StoredBatch = {
+      id, state: 'open', onSuccessOnly: p.onSuccessOnly, total: 0, pending: 0, succeeded: 0, dead: 0, cancelled: 0,
+      callbackType: p.callback.type, createdAt: now, finishedAt: null, callback: { ...p.callback, payload: JSON.parse(toJson(p.callback.payload)) as unknown },
+    };
+    this.db.batches.set(id, b);
+    return batchOut(b);
+  }
+
+  async closeBatch(p: { batchId: string }): Promise<BatchRow | null> {
+    const now = this.db.now();
+    const b = this.db.batches.get(p.batchId);
+    if (!b) return null;
+    if (b.state === 'open') b.state = 'closed';
+    completeBatch(this.db, b, now);
+    return batchOut(b);
+  }
+
+  async getBatch(p: { batchId: string }): Promise<BatchRow | null> {
+    this.db.now();
+    const b = this.db.batches.get(p.batchId);
+    return b ? batchOut(b) : null;
+  }
+
   async insertFlow(p: FlowInsert): Promise<JobRow[]> {
     const now = this.db.now();
+    const batch = p.batchId === undefined ? undefined : this.db.batches.get(p.batchId);
+    if (p.batchId !== undefined && batch?.state !== 'open') return [];
     // serialise every payload first so a bad one leaves nothing half-inserted
     const payloads = p.jobs.map((j) => toJson(j.payload));
     const rows: StoredJob[] = [];
@@ -56,9 +113,11 @@ export class MemoryWorkflows implements WorkflowStore {
         ...(j.concurrencyKey != null ? { concurrencyKey: j.concurrencyKey } : {}),
       }, now);
       if (j.parents.length > 0) Object.assign(row, { status: 'waiting', pendingParents: j.parents.length, parentPolicy: p.onParentFailure });
+      if (batch) row.batchId = batch.id;
       for (const at of j.parents) (rows[at]!.children ??= []).push(row.id);
       rows.push(row);
     });
+    if (batch) Object.assign(batch, { total: batch.total + rows.length, pending: batch.pending + rows.length });
     return rows.map(jobOut);
   }
 }

@@ -19,7 +19,7 @@ import { type Db, type Queryable, type ResultHeader, type Stmt, exec, run, runLa
 import { CLAIM_COLS, NOW, type Row, type Tables, compareClaimOrder, idParam, micros, notPaused, parseUtc, sharedSql, toJobRow, waitMs } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 import { addRows, flowSql, planLimitedClaim } from './flow.js';
-import { resultsStatement, settleChildren, workflowsSql } from './workflows.js';
+import { resultsStatement, settleBatches, settleChildren, workflowsSql } from './workflows.js';
 
 /** Finishes ending in different ways, one JSON object per item (jsonBatch); absent keys read as NULL. */
 const FINISH_ITEMS = `JSON_TABLE(?, '$[*]' COLUMNS (
@@ -56,7 +56,7 @@ export function leasesSql(t: Tables) {
     // batches); by primary key, as MariaDB turns an IN of 1000+ ids into a join that locks every
     // row it scans; `db_now` is the finish's time, written as the job's and the attempt's finished_at
     finishLock: `-- leasehold finishJobs: lock the batch's jobs in id order and read their lease and running attempt
-      SELECT j.id, j.lease_token, j.status, j.locked_until < ${NOW} AS expired, j.locked_by, j.attempts, j.started_at, j.run_at, j.dependents, ${NOW} AS db_now
+      SELECT j.id, j.lease_token, j.status, j.locked_until < ${NOW} AS expired, j.locked_by, j.attempts, j.started_at, j.run_at, j.dependents, j.batch_id, ${NOW} AS db_now
       FROM JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS v STRAIGHT_JOIN ${t.jobs} j FORCE INDEX (PRIMARY) ON j.id = v.id FOR UPDATE`,
     finishGroup: `-- leasehold finishJobs: fenced finish of jobs ending the same way (id + lease_token + running), at the finish's now
       UPDATE ${t.jobs} FORCE INDEX (PRIMARY) SET status = ?, locked_by = NULL, lease_token = NULL, locked_until = NULL,
@@ -238,6 +238,7 @@ async function finishOn(c: Queryable, sql: LeasesSql, items: readonly FinishPara
   const rows = await run(c, sql.finishLock, [JSON.stringify(ids.map(String))]);
   const state = new Map(rows.map((r) => [BigInt(String(r.id)), r]));
   const parents: { id: bigint; status: FinishParams['status'] }[] = [];
+  const members: { batchId: bigint; status: FinishParams['status'] }[] = [];
   const landing = candidates.filter((l) => {
     const r = state.get(l.id);
     if (!r || r.status !== 'running' || r.lease_token !== l.token) return false;
@@ -245,6 +246,7 @@ async function finishOn(c: Queryable, sql: LeasesSql, items: readonly FinishPara
     state.delete(l.id);
     l.running = [Number(r.attempts), String(r.locked_by), String(r.started_at), waitMs(r.run_at, r.started_at)];
     if (r.dependents !== null) parents.push({ id: l.id, status: items[l.index]!.status });
+    if (r.batch_id !== null) members.push({ batchId: BigInt(String(r.batch_id)), status: items[l.index]!.status });
     return true;
   });
   if (landing.length === 0) return results;
@@ -252,6 +254,7 @@ async function finishOn(c: Queryable, sql: LeasesSql, items: readonly FinishPara
   const jobStmts = jobStatements(sql, landing, now);
   const landed = landing.map((l) => ({ id: l.id, result: items[l.index]!.result }));
   const settled = parents.length > 0 ? await settleChildren(c, sql.workflows, parents, now) : [];
+  if (members.length > 0) settled.push(...(await settleBatches(c, sql.workflows, members, now)));
   const done = await runLast(c, [...jobStmts, attemptStatement(sql, landing, now), ...resultsStatement(sql.workflows, landed), ...settled]);
   const finished = done.slice(0, jobStmts.length).reduce((n: number, r) => n + (r as ResultHeader).affectedRows, 0);
   // the rows were locked by the lock read, so the fenced UPDATEs land exactly the items it chose

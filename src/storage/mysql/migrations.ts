@@ -15,7 +15,7 @@ import type { MigrateResult } from '../../core/storage.js';
 import { type Db, type Queryable, exec, run, withRetry } from './db.js';
 import { checkServerVersion } from './server-version.js';
 import { NOW } from './sql.js';
-import { WORKFLOW_JOB_COLUMNS, WORKFLOW_TABLE } from './workflows.js';
+import { WORKFLOW_JOB_COLUMNS, WORKFLOW_TABLES } from './workflows.js';
 
 /** One numbered step of the schema's history, applied once per database by `migrate()`. */
 export interface Migration {
@@ -204,8 +204,8 @@ export const MIGRATIONS: readonly Migration[] = [
         slot_at DATETIME(6) NOT NULL, kind VARCHAR(16) NOT NULL, label VARCHAR(128) NOT NULL, n BIGINT NOT NULL,
         PRIMARY KEY (slot_at, kind, label)
       ) ${TABLE_OPTS}`,
-      // job_dependencies: a workflow's edges, written with its jobs (workflows.ts)
-      `${WORKFLOW_TABLE} ${TABLE_OPTS}`,
+      // the workflow tables: dependencies and batches (workflows.ts)
+      ...WORKFLOW_TABLES.map((t) => `${t} ${TABLE_OPTS}`),
     ],
   },
 ];

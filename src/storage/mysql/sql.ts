@@ -31,6 +31,7 @@ export interface Tables {
   flowBuckets: string;
   ledger: string;
   dependencies: string;
+  batches: string;
 }
 
 export function tables(prefix: string): Tables {
@@ -47,6 +48,7 @@ export function tables(prefix: string): Tables {
     flowBuckets: `${prefix}flow_buckets`,
     ledger: `${prefix}migrations`,
     dependencies: `${prefix}job_dependencies`,
+    batches: `${prefix}batches`,
   };
 }
 
@@ -54,7 +56,7 @@ export function tables(prefix: string): Tables {
 export const JOB_COLS = `id, queue, type, payload, status, priority, run_at, attempts, max_attempts, idempotency_key,
   locked_by, lease_token, locked_until, heartbeat_at, started_at, finished_at, last_error_code, last_error,
   timeout_ms, max_runtime_ms, created_at, updated_at, schedule_name, slot_at, trace_context, concurrency_key, unique_key,
-  result, progress, progress_note, progress_at, pending_parents, dependents, parent_policy`;
+  result, progress, progress_note, progress_at, pending_parents, dependents, parent_policy, batch_id`;
 
 /** What a claim reads of each candidate: the claimed job minus what the claim itself sets. */
 export const CLAIM_COLS = `id, queue, type, payload, priority, run_at, attempts, max_attempts, idempotency_key,
@@ -163,4 +165,4 @@ export function fromJsonText(v: unknown): unknown {
 }
 
 /** DATETIME(6) comes back as UTC text, the payload as JSON text */
-export const { toJobRow, toAttemptRow } = rowMappers({ date: parseUtc, payload: (v) => JSON.parse(String(v)) });
+export const { toJobRow, toAttemptRow, toBatchRow } = rowMappers({ date: parseUtc, payload: (v) => JSON.parse(String(v)) });

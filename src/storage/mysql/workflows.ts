@@ -2,9 +2,10 @@
  * Results, progress and workflows on MySQL/MariaDB: the job row's workflow columns, the finish's
  * result write and its release of children, the fenced progress write and workflow inserts.
  */
-import type { FinishParams, FlowInsert, JobRow, ProgressParams, WorkflowStore } from '../../core/storage.js';
+import { batchCallbackKey, batchCallbackPayload, batchFires } from '../../core/batches.js';
+import type { BatchRow, BatchState, FinishParams, FlowInsert, JobRow, NewBatch, ProgressParams, WorkflowStore } from '../../core/storage.js';
 import { type Db, type Queryable, type Stmt, exec, run } from './db.js';
-import { JOB_COLS, NOW, type Row, type Tables, idParam, micros, toJobRow, utcLiteral } from './sql.js';
+import { JOB_COLS, NOW, type Row, type Tables, idParam, micros, toBatchRow, toJobRow, utcLiteral } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 
 /** The jobs table's workflow columns, in the baseline migration's CREATE TABLE (after unique_key); JSON as text. */
@@ -15,14 +16,34 @@ export const WORKFLOW_JOB_COLUMNS = `
         progress_at DATETIME(6) NULL,
         pending_parents INT NULL,
         dependents INT NULL,
-        parent_policy VARCHAR(8) NULL,`;
+        parent_policy VARCHAR(8) NULL,
+        batch_id BIGINT UNSIGNED NULL,`;
 
-/** The workflow table, a step of the baseline migration; waiting jobs are found by the status-led indexes. */
-export const WORKFLOW_TABLE = `CREATE TABLE IF NOT EXISTS {p}job_dependencies (
+/** The workflow tables, steps of the baseline migration (waiting jobs are found by the status-led indexes); the table options follow each. */
+export const WORKFLOW_TABLES: readonly string[] = [
+  // job_dependencies: a workflow's edges, written with its jobs
+  `CREATE TABLE IF NOT EXISTS {p}job_dependencies (
         parent_id BIGINT UNSIGNED NOT NULL,
         child_id BIGINT UNSIGNED NOT NULL,
         PRIMARY KEY (parent_id, child_id)
-      )`;
+      )`,
+  // batches: members counted by their finishes; callback: the spec of the job the last one enqueues
+  `CREATE TABLE IF NOT EXISTS {p}batches (
+        id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+        state VARCHAR(8) NOT NULL,
+        on_success_only TINYINT NOT NULL,
+        total INT NOT NULL DEFAULT 0,
+        pending INT NOT NULL DEFAULT 0,
+        succeeded INT NOT NULL DEFAULT 0,
+        dead INT NOT NULL DEFAULT 0,
+        cancelled INT NOT NULL DEFAULT 0,
+        callback LONGTEXT NOT NULL,
+        callback_type VARCHAR(255) NOT NULL,
+        created_at DATETIME(6) NOT NULL,
+        finished_at DATETIME(6) NULL,
+        PRIMARY KEY (id)
+      )`,
+];
 
 export function workflowsSql(t: Tables) {
   return {
@@ -36,8 +57,22 @@ export function workflowsSql(t: Tables) {
       SET j.result = v.result`,
     insertJob: `-- leasehold insertFlow: one job of a workflow, waiting when it has parents
       INSERT INTO ${t.jobs} (queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms,
-        created_at, updated_at, trace_context, concurrency_key, pending_parents, dependents, parent_policy)
-      VALUES (?, ?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW} + INTERVAL ? MICROSECOND), 0, ?, ?, ?, ${NOW}, ${NOW}, ?, ?, ?, ?, ?)`,
+        created_at, updated_at, trace_context, concurrency_key, pending_parents, dependents, parent_policy, batch_id)
+      VALUES (?, ?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW} + INTERVAL ? MICROSECOND), 0, ?, ?, ?, ${NOW}, ${NOW}, ?, ?, ?, ?, ?, ?)`,
+    join: `-- leasehold insertFlow: an open batch counts the members added to it
+      UPDATE ${t.batches} SET total = total + ?, pending = pending + ? WHERE id = ? AND state = 'open'`,
+    createBatch: `-- leasehold createBatch: a new open batch with its callback's spec
+      INSERT INTO ${t.batches} (state, on_success_only, callback, callback_type, created_at) VALUES ('open', ?, ?, ?, ${NOW})`,
+    getBatch: `-- leasehold getBatch: one batch
+      SELECT * FROM ${t.batches} WHERE id = ?`,
+    lockBatches: `-- leasehold batches: lock these batches in id order and read them
+      SELECT b.* FROM JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS v STRAIGHT_JOIN ${t.batches} b FORCE INDEX (PRIMARY) ON b.id = v.id FOR UPDATE`,
+    saveBatch: `-- leasehold batches: a batch's counts and state as its members' finishes (or its closing) left them
+      UPDATE ${t.batches} SET state = ?, pending = ?, succeeded = ?, dead = ?, cancelled = ?, finished_at = CAST(? AS DATETIME(6)) WHERE id = ?`,
+    fire: `-- leasehold batches: a done batch's callback job, once by its idempotency key
+      INSERT INTO ${t.jobs} (queue, type, payload, status, priority, run_at, attempts, max_attempts, idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at)
+      VALUES (?, ?, ?, 'queued', ?, CAST(? AS DATETIME(6)) + INTERVAL ? MICROSECOND, 0, ?, ?, ?, ?, CAST(? AS DATETIME(6)), CAST(? AS DATETIME(6)))
+      ON DUPLICATE KEY UPDATE id = id`,
     insertEdges: (n: number): string => `-- leasehold insertFlow: a workflow's ${n} edge(s)
       INSERT INTO ${t.dependencies} (parent_id, child_id) VALUES ${Array<string>(n).fill('(?, ?)').join(', ')}`,
     readJobs: `-- leasehold insertFlow: the workflow's jobs as inserted
@@ -67,6 +102,31 @@ export function resultsStatement(sql: WorkflowsSql, landed: readonly { id: bigin
 }
 
 const byId = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** A batch's writes once its counts moved (`b` as locked, with the new counts): its row, and its callback when it became done. */
+function batchWrites(sql: WorkflowsSql, b: Row, next: Omit<BatchRow, 'callbackType' | 'createdAt' | 'finishedAt' | 'onSuccessOnly'>, now: string): Stmt[] {
+  const row = toBatchRow({ ...b, ...next });
+  const done = row.state === 'done' && b.state !== 'done';
+  const out: Stmt[] = [{ sql: sql.saveBatch, values: [row.state, row.pending, row.succeeded, row.dead, row.cancelled, done ? now : (b.finished_at ?? null), b.id] }];
+  if (!done || !batchFires(row)) return out;
+  const c = JSON.parse(String(b.callback)) as { queue: string; payload: unknown; priority: number; runAfterMs: number; maxAttempts: number; timeoutMs: number; maxRuntimeMs: number };
+  out.push({ sql: sql.fire, values: [c.queue, row.callbackType, JSON.stringify(batchCallbackPayload(c.payload, row)), c.priority, now, micros(c.runAfterMs), c.maxAttempts, batchCallbackKey(row.id), c.timeoutMs, c.maxRuntimeMs, now, now] });
+  return out;
+}
+
+/** Inside the finish's transaction: the members that ended count for their batches (locked in id order); a closed batch left with nothing pending is done and fires. */
+export async function settleBatches(c: Queryable, sql: WorkflowsSql, members: readonly { batchId: bigint; status: FinishParams['status'] }[], now: string): Promise<Stmt[]> {
+  const ended = members.filter((m) => m.status === 'succeeded' || m.status === 'dead' || m.status === 'cancelled');
+  const ids = [...new Set(ended.map((m) => m.batchId))].sort(byId);
+  if (ids.length === 0) return [];
+  const rows = await run(c, sql.lockBatches, [JSON.stringify(ids.map(String))]);
+  return rows.flatMap((b) => {
+    const mine = ended.filter((m) => m.batchId === BigInt(String(b.id)));
+    const count = (s: string) => Number(b[s]) + mine.filter((m) => m.status === s).length;
+    const pending = Number(b.pending) - mine.length;
+    return batchWrites(sql, b, { id: String(b.id), state: b.state === 'closed' && pending <= 0 ? 'done' : (b.state as BatchState), total: Number(b.total), pending, succeeded: count('succeeded'), dead: count('dead'), cancelled: count('cancelled') }, now);
+  });
+}
 
 /**
  * Inside the finish's transaction, for landed parents with dependents: succeeded ones release
@@ -119,19 +179,53 @@ export class MysqlWorkflows extends SqlAggregate<Db, WorkflowsSql> implements Wo
     return r.affectedRows > 0;
   }
 
-  /** One transaction: the jobs one by one in input order (each parent's id known before its children), then the edges. */
+  async createBatch(p: NewBatch): Promise<BatchRow> {
+    const c = p.callback;
+    const callback = JSON.stringify({ queue: c.queue, payload: c.payload, priority: c.priority, runAfterMs: c.runAfterMs, maxAttempts: c.maxAttempts, timeoutMs: c.timeoutMs, maxRuntimeMs: c.maxRuntimeMs });
+    return this.db.tx('createBatch', async (q) => {
+      const res = await exec(q, this.sql.createBatch, [p.onSuccessOnly ? 1 : 0, callback, c.type]);
+      return toBatchRow((await run(q, this.sql.getBatch, [BigInt(String(res.insertId))]))[0]!);
+    });
+  }
+
+  /** One transaction: the batch locked; an open one closed, done (and firing) when nothing is pending. */
+  async closeBatch(p: { batchId: string }): Promise<BatchRow | null> {
+    const id = idParam(p.batchId);
+    if (id === null) return null;
+    return this.db.tx('closeBatch', async (q) => {
+      const [b] = await run(q, this.sql.lockBatches, [JSON.stringify([String(id)])]);
+      if (!b) return null;
+      if (b.state !== 'open') return toBatchRow(b);
+      const now = String((await run(q, `-- leasehold closeBatch: the database's now
+      SELECT ${NOW} AS now`))[0]!.now);
+      const next = { id: String(b.id), state: (Number(b.pending) <= 0 ? 'done' : 'closed') as BatchState, total: Number(b.total), pending: Number(b.pending), succeeded: Number(b.succeeded), dead: Number(b.dead), cancelled: Number(b.cancelled) };
+      for (const st of batchWrites(this.sql, b, next, now)) await exec(q, st.sql, st.values);
+      return toBatchRow((await run(q, this.sql.getBatch, [id]))[0]!);
+    });
+  }
+
+  async getBatch(p: { batchId: string }): Promise<BatchRow | null> {
+    const id = idParam(p.batchId);
+    if (id === null) return null;
+    const [b] = await this.db.one('getBatch', (q) => run(q, this.sql.getBatch, [id]));
+    return b ? toBatchRow(b) : null;
+  }
+
+  /** One transaction: the batch's count first (none inserted unless it is open), the jobs one by one in input order (each parent's id known before its children), then the edges. */
   async insertFlow(p: FlowInsert): Promise<JobRow[]> {
+    const batchId = p.batchId === undefined ? null : (idParam(p.batchId) ?? 0n);
     const payloads = p.jobs.map((j) => JSON.stringify(j.payload));
     const dependents = p.jobs.map(() => 0);
     for (const j of p.jobs) for (const at of j.parents) dependents[at]! += 1;
     return this.db.tx('insertFlow', async (c) => {
+      if (batchId !== null && (await exec(c, this.sql.join, [p.jobs.length, p.jobs.length, batchId])).affectedRows === 0) return [];
       const ids: string[] = [];
       for (const [i, j] of p.jobs.entries()) {
         const waits = j.parents.length > 0;
         const res = await exec(c, this.sql.insertJob, [
           j.queue, j.type, payloads[i], waits ? 'waiting' : 'queued', j.priority, j.runAt ? utcLiteral(j.runAt) : null, micros(j.runAfterMs),
           j.maxAttempts, j.timeoutMs, j.maxRuntimeMs, j.traceContext ?? null, j.concurrencyKey ?? null,
-          waits ? j.parents.length : null, dependents[i]! > 0 ? dependents[i] : null, waits ? p.onParentFailure : null,
+          waits ? j.parents.length : null, dependents[i]! > 0 ? dependents[i] : null, waits ? p.onParentFailure : null, batchId,
         ]);
         ids.push(String(res.insertId));
       }

@@ -17,7 +17,7 @@ import { query, txClient, type Db } from './db.js';
 import { FlowClaims, INDEX_SCANS_BEGIN } from './flow.js';
 import { NOW, date, dateOrNull, durationSince, ms, safeText, strOrNull, toExpiredLease, validId, waitSince } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
-import { settleChildrenSql } from './workflows.js';
+import { settleBatchesSql, settleChildrenSql } from './workflows.js';
 
 /** What a claim sends back per job, in this order: what the worker cannot compute itself. */
 export const CLAIM_COLUMNS = [
@@ -137,7 +137,7 @@ WITH RECURSIVE items AS (
       updated_at = ${NOW}, result = l.result_json::json
   FROM fenced l
   WHERE j.id = l.id
-  RETURNING l.ord, j.id, j.status, j.run_at, j.dependents, l.attempts, l.locked_by, l.lease_token, l.started_at, l.due_at,
+  RETURNING l.ord, j.id, j.status, j.run_at, j.dependents, j.batch_id, l.attempts, l.locked_by, l.lease_token, l.started_at, l.due_at,
             l.att_outcome, l.att_error_code, l.att_error_message, l.att_error_stack, l.att_retry_delay_ms
 ), closed AS (
   -- due_at: the job's run_at as the claim found it, which nothing changes while it runs
@@ -147,10 +147,11 @@ WITH RECURSIVE items AS (
          att_outcome, att_error_code, att_error_message, att_error_stack, round(att_retry_delay_ms)::bigint,
          ${waitSince('due_at', 'started_at')}
   FROM upd
-)${settleChildrenSql(s)}, woke AS (
+)${settleChildrenSql(s)}${settleBatchesSql(s)}, woke AS (
   SELECT pg_notify($15, $16)
   FROM (SELECT 1 FROM upd WHERE upd.status IN ('queued','failed') AND upd.run_at <= ${NOW}
-        UNION ALL SELECT 1 FROM settled WHERE settled.status = 'queued' AND settled.run_at <= ${NOW} LIMIT 1) AS due
+        UNION ALL SELECT 1 FROM settled WHERE settled.status = 'queued' AND settled.run_at <= ${NOW}
+        UNION ALL SELECT 1 FROM fired WHERE fired.run_at <= ${NOW} LIMIT 1) AS due
 )
 SELECT ord FROM upd CROSS JOIN (SELECT count(*) FROM woke) AS notified`,
 

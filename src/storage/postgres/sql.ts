@@ -81,7 +81,7 @@ export function numOrNull(v: unknown): number | null {
 }
 
 /** json and timestamptz come back decoded by pg */
-export const { toJobRow, toAttemptRow } = rowMappers({ date, payload: (v) => v });
+export const { toJobRow, toAttemptRow, toBatchRow } = rowMappers({ date, payload: (v) => v });
 
 export function toEffectRow(r: Record<string, unknown>): EffectRow {
   return {

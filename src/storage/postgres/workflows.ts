@@ -1,8 +1,8 @@
 /** Results and progress on PostgreSQL: the job row's workflow columns and the fenced progress write. */
 import { FLOW_LIMITS } from '../../core/workflow-graph.js';
-import type { FlowInsert, JobRow, ProgressParams, WorkflowStore } from '../../core/storage.js';
+import type { BatchRow, FlowInsert, JobRow, NewBatch, ProgressParams, WorkflowStore } from '../../core/storage.js';
 import { type Db } from './db.js';
-import { NOW, jsonParam, ms, toJobRow, validId } from './sql.js';
+import { NOW, jsonParam, ms, toBatchRow, toJobRow, validId } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
 
 /** The jobs table's workflow columns, in the baseline migration's CREATE TABLE (after unique_key). */
@@ -13,7 +13,8 @@ export const WORKFLOW_JOB_COLUMNS = `,
   progress_at      timestamptz(3),
   pending_parents  integer,
   dependents       integer,
-  parent_policy    text CHECK (parent_policy IN ('cancel','hold'))`;
+  parent_policy    text CHECK (parent_policy IN ('cancel','hold')),
+  batch_id         bigint`;
 
 /** The workflow tables and indexes, in the baseline migration. */
 export const workflowTables = (s: string): string => `
@@ -25,7 +26,62 @@ CREATE TABLE ${s}.job_dependencies (
 );
 -- an operator's search and counts of jobs waiting for their parents: rare rows, as failed_idx
 CREATE INDEX jobs_waiting_idx ON ${s}.jobs (id) WHERE status = 'waiting';
+-- batches: members counted by their finishes; callback: the spec of the job the last one enqueues
+CREATE TABLE ${s}.batches (
+  id               bigserial PRIMARY KEY,
+  state            text    NOT NULL CHECK (state IN ('open','closed','done')),
+  on_success_only  boolean NOT NULL,
+  total            integer NOT NULL DEFAULT 0,
+  pending          integer NOT NULL DEFAULT 0,
+  succeeded        integer NOT NULL DEFAULT 0,
+  dead             integer NOT NULL DEFAULT 0,
+  cancelled        integer NOT NULL DEFAULT 0,
+  callback         json    NOT NULL,
+  callback_type    text    NOT NULL,
+  created_at       timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
+  finished_at      timestamptz(3)
+);
 `;
+
+/**
+ * A done batch's callback (core/batches.ts): from the rows of \`from\` (batches just made done),
+ * unless onSuccessOnly and a member did not succeed; its idempotency key makes a second one nothing.
+ */
+const fireSql = (s: string, from: string): string => `INSERT INTO ${s}.jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts,
+                         idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at)
+  SELECT c.callback->>'queue', c.callback_type,
+         (CASE WHEN json_typeof(c.callback->'payload') = 'object' THEN (c.callback->'payload')::jsonb ELSE '{}'::jsonb END
+          || jsonb_build_object('batch', jsonb_build_object('id', c.id::text, 'total', c.total, 'succeeded', c.succeeded, 'dead', c.dead, 'cancelled', c.cancelled)))::json,
+         'queued', (c.callback->>'priority')::int, ${NOW} + ${ms("(c.callback->>'runAfterMs')::float8")}, 0, (c.callback->>'maxAttempts')::int,
+         'leasehold:batch:' || c.id, (c.callback->>'timeoutMs')::bigint, (c.callback->>'maxRuntimeMs')::bigint, ${NOW}, ${NOW}
+  FROM ${from} c WHERE c.state = 'done' AND (NOT c.on_success_only OR c.succeeded = c.total)
+  ON CONFLICT DO NOTHING
+  RETURNING run_at`;
+
+/**
+ * The finish's CTEs for batch members among the landed jobs (after settleChildrenSql): each that
+ * ended counts for its batch (rows locked in id order first); a closed batch left with nothing
+ * pending is done and fires its callback. A batch updated here was pending before, so "done"
+ * after the update means it became done now.
+ */
+export const settleBatchesSql = (s: string): string => `, members AS (
+  SELECT u.batch_id AS id, count(*)::int AS n, count(*) FILTER (WHERE u.status = 'succeeded')::int AS ok,
+         count(*) FILTER (WHERE u.status = 'dead')::int AS dead, count(*) FILTER (WHERE u.status = 'cancelled')::int AS cancelled
+  FROM upd u WHERE u.batch_id IS NOT NULL AND u.status IN ('succeeded','dead','cancelled')
+  GROUP BY u.batch_id
+), batch_locks AS (
+  SELECT b.id FROM ${s}.batches b WHERE b.id = ANY (ARRAY(SELECT id FROM members)) ORDER BY b.id FOR UPDATE
+), counted AS (
+  UPDATE ${s}.batches b
+  SET pending = b.pending - m.n, succeeded = b.succeeded + m.ok, dead = b.dead + m.dead, cancelled = b.cancelled + m.cancelled,
+      state = CASE WHEN b.state = 'closed' AND b.pending - m.n <= 0 THEN 'done' ELSE b.state END,
+      finished_at = CASE WHEN b.state = 'closed' AND b.pending - m.n <= 0 THEN ${NOW} ELSE b.finished_at END
+  FROM members m
+  WHERE b.id = ANY (ARRAY(SELECT id FROM batch_locks)) AND b.id = m.id
+  RETURNING b.*
+), fired AS (
+  ${fireSql(s, 'counted')}
+)`;
 
 /**
  * The finish's CTEs after `upd` (the landed jobs, with their dependents): the waiting children of
@@ -79,7 +135,8 @@ function workflowsSql(s: string) {
      * $1..$11 per job: queue, type, payload, priority, run_at (null: now + $6), run_after_ms,
      * max_attempts, timeout_ms, max_runtime_ms, trace_context, concurrency_key; $12 pending
      * parents (null: none), $13 dependents (null: none), $14 policy, $15 $16 edges as 1-based
-     * input positions (parent, child), $17 $18 notify. Ids are drawn first so the edges can name them.
+     * input positions (parent, child), $17 $18 notify, $19 batch (null: none): added to it only
+     * while it is open, else nothing is inserted. Ids are drawn first so the edges can name them.
      */
     insertFlow: `-- leasehold insertFlow: add a workflow's jobs (those with parents waiting) and its edges in one statement, notify if any is due now
 WITH input AS MATERIALIZED (
@@ -88,22 +145,52 @@ WITH input AS MATERIALIZED (
               $9::bigint[], $10::text[], $11::text[], $12::int[], $13::int[])
        WITH ORDINALITY AS u(queue, type, payload, priority, run_at, run_after_ms, max_attempts, timeout_ms, max_runtime_ms,
                             trace_context, concurrency_key, pending_parents, dependents, ord)
+), bump AS (
+  UPDATE ${s}.batches SET total = total + (SELECT count(*) FROM input), pending = pending + (SELECT count(*) FROM input)
+  WHERE id = $19::bigint AND state = 'open'
+  RETURNING id
 ), ins AS (
   INSERT INTO ${s}.jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms,
-                         created_at, updated_at, trace_context, concurrency_key, pending_parents, dependents, parent_policy)
+                         created_at, updated_at, trace_context, concurrency_key, pending_parents, dependents, parent_policy, batch_id)
   SELECT new_id, queue, type, payload, CASE WHEN pending_parents IS NULL THEN 'queued' ELSE 'waiting' END, priority,
          coalesce(run_at, ${NOW} + ${ms('run_after_ms')}), 0, max_attempts, timeout_ms, max_runtime_ms, ${NOW}, ${NOW},
-         trace_context, concurrency_key, pending_parents, dependents, CASE WHEN pending_parents IS NULL THEN NULL ELSE $14::text END
-  FROM input ORDER BY ord
+         trace_context, concurrency_key, pending_parents, dependents, CASE WHEN pending_parents IS NULL THEN NULL ELSE $14::text END, $19::bigint
+  FROM input WHERE $19::bigint IS NULL OR EXISTS (SELECT 1 FROM bump) ORDER BY ord
   RETURNING *
 ), edges AS (
   INSERT INTO ${s}.job_dependencies (parent_id, child_id)
   SELECT p.new_id, c.new_id FROM unnest($15::int[], $16::int[]) AS e(parent_ord, child_ord)
   JOIN input p ON p.ord = e.parent_ord JOIN input c ON c.ord = e.child_ord
+  WHERE $19::bigint IS NULL OR EXISTS (SELECT 1 FROM bump)
 ), woke AS (
   SELECT pg_notify($17, $18) FROM (SELECT 1 FROM ins WHERE ins.status = 'queued' AND ins.run_at <= ${NOW} LIMIT 1) AS due
 )
 SELECT (SELECT count(*) FROM woke) AS notified, ins.* FROM input JOIN ins ON ins.id = input.new_id ORDER BY input.ord`,
+
+    /** $1 on success only, $2 callback spec (JSON), $3 callback type */
+    createBatch: `-- leasehold createBatch: a new open batch with its callback's spec
+INSERT INTO ${s}.batches (state, on_success_only, callback, callback_type, created_at)
+VALUES ('open', $1::bool, $2::json, $3::text, ${NOW}) RETURNING *`,
+
+    /** $1 id, $2 $3 notify */
+    closeBatch: `-- leasehold closeBatch: an open batch takes no more members; with nothing pending it is done and fires its callback; notify if that is due now
+WITH closing AS (
+  UPDATE ${s}.batches SET state = CASE WHEN pending <= 0 THEN 'done' ELSE 'closed' END,
+                          finished_at = CASE WHEN pending <= 0 THEN ${NOW} END
+  WHERE id = $1::bigint AND state = 'open'
+  RETURNING *
+), fired AS (
+  ${fireSql(s, 'closing')}
+), woke AS (
+  SELECT pg_notify($2, $3) FROM (SELECT 1 FROM fired WHERE run_at <= ${NOW} LIMIT 1) AS due
+)
+SELECT * FROM closing CROSS JOIN (SELECT count(*) AS notified FROM woke) w
+UNION ALL
+SELECT *, 0 FROM ${s}.batches WHERE id = $1::bigint AND NOT EXISTS (SELECT 1 FROM closing)`,
+
+    /** $1 id */
+    getBatch: `-- leasehold getBatch: one batch
+SELECT * FROM ${s}.batches WHERE id = $1::bigint`,
 
     /** $1 id, $2 token, $3 value (JSON text), $4 note */
     progress: `-- leasehold progress: record a running attempt's progress, only under its lease (id + token + running)
@@ -128,9 +215,30 @@ export class PostgresWorkflows extends SqlAggregate<Db, ReturnType<typeof workfl
       j.map((x) => x.runAt ?? null), j.map((x) => x.runAfterMs), j.map((x) => x.maxAttempts), j.map((x) => x.timeoutMs),
       j.map((x) => x.maxRuntimeMs), j.map((x) => x.traceContext ?? null), j.map((x) => x.concurrencyKey ?? null),
       j.map((x) => (x.parents.length > 0 ? x.parents.length : null)), dependents.map((n) => (n > 0 ? n : null)), p.onParentFailure,
-      edges.map((e) => e[0]), edges.map((e) => e[1]), ...this.db.notify,
+      edges.map((e) => e[0]), edges.map((e) => e[1]), ...this.db.notify, p.batchId === undefined ? null : validId(p.batchId) ?? '0',
     ]);
     return rows.map(toJobRow);
+  }
+
+  async createBatch(p: NewBatch): Promise<BatchRow> {
+    const c = p.callback;
+    const spec = { queue: c.queue, payload: c.payload, priority: c.priority, runAfterMs: c.runAfterMs, maxAttempts: c.maxAttempts, timeoutMs: c.timeoutMs, maxRuntimeMs: c.maxRuntimeMs };
+    const [row] = await this.db.run('createBatch', this.sql.createBatch, [p.onSuccessOnly, JSON.stringify(spec), c.type]);
+    return toBatchRow(row!);
+  }
+
+  async closeBatch(p: { batchId: string }): Promise<BatchRow | null> {
+    const id = validId(p.batchId);
+    if (id === null) return null;
+    const [row] = await this.db.run('closeBatch', this.sql.closeBatch, [id, ...this.db.notify]);
+    return row ? toBatchRow(row) : null;
+  }
+
+  async getBatch(p: { batchId: string }): Promise<BatchRow | null> {
+    const id = validId(p.batchId);
+    if (id === null) return null;
+    const [row] = await this.db.run('getBatch', this.sql.getBatch, [id]);
+    return row ? toBatchRow(row) : null;
   }
 
   async progress(p: ProgressParams): Promise<boolean> {

@@ -18,7 +18,7 @@ import { refuseTx } from './db.js';
 import { NOT_PAUSED, pickLimited } from './flow.js';
 import type { SqliteDb } from './db.js';
 import { toExpiredLease, toSqlId } from './sql.js';
-import { settleChildren } from './workflows.js';
+import { settleBatch, settleChildren } from './workflows.js';
 import type { SqlExpired } from './sql.js';
 
 /**
@@ -72,7 +72,7 @@ const LEASE_SQL = {
         last_error = CASE WHEN ? THEN ? ELSE last_error END,
         locked_by = NULL, lease_token = NULL, locked_until = NULL, finished_at = ?, updated_at = ?, result = ?
     WHERE id = ? AND lease_token = ? AND status = 'running' AND (? = 0 OR locked_until < ?)
-    RETURNING dependents`,
+    RETURNING dependents, batch_id`,
   expired: `-- leasehold leases.expired: running jobs whose lease has expired, of @types when not null, oldest expiry first
     SELECT id, type, lease_token, locked_by, attempts, max_attempts FROM {p}jobs
     WHERE status = 'running' AND locked_until < @now AND (@types IS NULL OR type IN (SELECT value FROM json_each(@types)))
@@ -205,8 +205,9 @@ export class SqliteLeases implements LeaseStore {
         const landed = finish.get(
           f.status, now, f.runAfterMs ?? null, f.uncountAttempt ? 1 : 0, hasError, e?.code ?? null, hasError, e?.message ?? null,
           TERMINAL.has(f.status) ? now : null, now, f.result ?? null, id, f.leaseToken, expiredOnly, now,
-        ) as { dependents: number | null } | undefined;
+        ) as { dependents: number | null; batch_id: number | null } | undefined;
         if (landed?.dependents != null) settleChildren(db, id, f.status, now);
+        if (landed?.batch_id != null) settleBatch(db, landed.batch_id, f.status, now);
         return { id: f.id, applied: landed !== undefined };
       });
     });

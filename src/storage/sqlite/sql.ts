@@ -124,7 +124,7 @@ export function parseJsonOrUndefined(s: string | null): unknown {
 }
 
 /** times are epoch-millisecond integers, the payload JSON text */
-export const { toJobRow, toAttemptRow } = rowMappers({ date: (v) => new Date(Number(v)), payload: (v) => JSON.parse(String(v)) });
+export const { toJobRow, toAttemptRow, toBatchRow } = rowMappers({ date: (v) => new Date(Number(v)), payload: (v) => JSON.parse(String(v)) });
 
 export function toEffectRow(r: SqlEffect): EffectRow {
   return {

@@ -1,7 +1,8 @@
 /** Results, progress and workflows on SQLite: the job row's workflow columns, the fenced progress write, workflow inserts and what a parent's finish does to its children. */
-import type { FlowInsert, JobRow, ProgressParams, WorkflowStore } from '../../core/storage.js';
+import { batchCallbackKey, batchCallbackPayload, batchFires } from '../../core/batches.js';
+import type { BatchRow, FlowInsert, JobRow, NewBatch, ProgressParams, WorkflowStore } from '../../core/storage.js';
 import type { SqliteDb } from './db.js';
-import { NEXT_JOB_ID, type SqlJob, toJobRow, toSqlId } from './sql.js';
+import { NEXT_JOB_ID, type SqlJob, toBatchRow, toJobRow, toSqlId } from './sql.js';
 
 /** The jobs table's workflow columns, in the baseline migration's CREATE TABLE (after unique_key); JSON as TEXT. */
 export const WORKFLOW_JOB_COLUMNS = `,
@@ -11,7 +12,8 @@ export const WORKFLOW_JOB_COLUMNS = `,
   progress_at     INTEGER,
   pending_parents INTEGER,
   dependents      INTEGER,
-  parent_policy   TEXT    CHECK (parent_policy IN ('cancel','hold'))`;
+  parent_policy   TEXT    CHECK (parent_policy IN ('cancel','hold')),
+  batch_id        INTEGER`;
 
 /** The workflow tables and indexes, in the baseline migration. */
 export const WORKFLOW_TABLES = `
@@ -23,6 +25,21 @@ CREATE TABLE {p}job_dependencies (
 ) STRICT, WITHOUT ROWID;
 -- an operator's search and counts of jobs waiting for their parents: rare rows, as failed_idx
 CREATE INDEX {p}jobs_waiting_idx ON {p}jobs (id) WHERE status = 'waiting';
+-- batches: members counted by their finishes; callback: the spec of the job the last one enqueues
+CREATE TABLE {p}batches (
+  id              INTEGER PRIMARY KEY,
+  state           TEXT    NOT NULL CHECK (state IN ('open','closed','done')),
+  on_success_only INTEGER NOT NULL,
+  total           INTEGER NOT NULL DEFAULT 0,
+  pending         INTEGER NOT NULL DEFAULT 0,
+  succeeded       INTEGER NOT NULL DEFAULT 0,
+  dead            INTEGER NOT NULL DEFAULT 0,
+  cancelled       INTEGER NOT NULL DEFAULT 0,
+  callback        TEXT    NOT NULL,
+  callback_type   TEXT    NOT NULL,
+  created_at      INTEGER NOT NULL,
+  finished_at     INTEGER
+) STRICT;
 `;
 
 const WORKFLOW_SQL = {
@@ -31,10 +48,28 @@ const WORKFLOW_SQL = {
     WHERE id = @id AND lease_token = @token AND status = 'running'`,
   insert: `-- leasehold workflows.insertFlow: one job of a workflow, waiting when it has parents
     INSERT INTO {p}jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms,
-      created_at, updated_at, trace_context, concurrency_key, pending_parents, dependents, parent_policy)
+      created_at, updated_at, trace_context, concurrency_key, pending_parents, dependents, parent_policy, batch_id)
     VALUES (${NEXT_JOB_ID}, @queue, @type, @payload, @status, @priority, @runAt, 0, @maxAttempts, @timeoutMs, @maxRuntimeMs,
-      @now, @now, @traceContext, @concurrencyKey, @pendingParents, @dependents, @policy)
+      @now, @now, @traceContext, @concurrencyKey, @pendingParents, @dependents, @policy, @batchId)
     RETURNING *`,
+  join: `-- leasehold workflows.insertFlow: an open batch counts the members added to it
+    UPDATE {p}batches SET total = total + @n, pending = pending + @n WHERE id = @id AND state = 'open'`,
+  createBatch: `-- leasehold workflows.createBatch: a new open batch with its callback's spec
+    INSERT INTO {p}batches (state, on_success_only, callback, callback_type, created_at) VALUES ('open', @onSuccessOnly, @callback, @type, @now) RETURNING *`,
+  closeBatch: `-- leasehold workflows.closeBatch: an open batch takes no more members; with nothing pending it is done
+    UPDATE {p}batches SET state = CASE WHEN pending <= 0 THEN 'done' ELSE 'closed' END, finished_at = CASE WHEN pending <= 0 THEN @now END
+    WHERE id = @id AND state = 'open' RETURNING *`,
+  getBatch: `-- leasehold workflows.getBatch: one batch
+    SELECT * FROM {p}batches WHERE id = ?`,
+  countMember: `-- leasehold leases.finish (batch): a member ended; a closed batch left with nothing pending is done
+    UPDATE {p}batches SET pending = pending - 1, succeeded = succeeded + @ok, dead = dead + @dead, cancelled = cancelled + @cancelled,
+      state = CASE WHEN state = 'closed' AND pending <= 1 THEN 'done' ELSE state END,
+      finished_at = CASE WHEN state = 'closed' AND pending <= 1 THEN @now ELSE finished_at END
+    WHERE id = @id RETURNING *`,
+  fire: `-- leasehold workflows (batch): a done batch's callback job, once by its idempotency key
+    INSERT INTO {p}jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts, idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at)
+    VALUES (${NEXT_JOB_ID}, @queue, @type, @payload, 'queued', @priority, @runAt, 0, @maxAttempts, @key, @timeoutMs, @maxRuntimeMs, @now, @now)
+    ON CONFLICT DO NOTHING`,
   edge: `-- leasehold workflows.insertFlow: one edge of a workflow
     INSERT INTO {p}job_dependencies (parent_id, child_id) VALUES (?, ?)`,
   release: `-- leasehold leases.finish (workflow): a succeeded parent's waiting children wait for one parent fewer; at none they are due, no earlier than now
@@ -50,6 +85,27 @@ const WORKFLOW_SQL = {
     UPDATE {p}jobs SET status = 'cancelled', finished_at = @now, updated_at = @now, last_error_code = 'PARENT_FAILED', last_error = @message
     WHERE status = 'waiting' AND parent_policy = 'cancel' AND id IN (SELECT id FROM doomed)`,
 } as const;
+
+interface SqlBatch { id: number; state: string; on_success_only: number; total: number; succeeded: number; dead: number; cancelled: number; callback: string; callback_type: string }
+
+/** A batch that became done now: its callback, unless onSuccessOnly and a member did not succeed. */
+function fire(db: SqliteDb, b: SqlBatch, now: number): void {
+  const row = toBatchRow(b);
+  if (row.state !== 'done' || !batchFires(row)) return;
+  const c = JSON.parse(b.callback) as { queue: string; payload: unknown; priority: number; runAfterMs: number; maxAttempts: number; timeoutMs: number; maxRuntimeMs: number };
+  db.stmt(WORKFLOW_SQL.fire).run({
+    queue: c.queue, type: b.callback_type, payload: JSON.stringify(batchCallbackPayload(c.payload, row)), priority: c.priority, runAt: now + c.runAfterMs,
+    maxAttempts: c.maxAttempts, key: batchCallbackKey(row.id), timeoutMs: c.timeoutMs, maxRuntimeMs: c.maxRuntimeMs, now,
+  });
+}
+
+/** A member's finish, inside its write transaction: it counts for its batch, which completes when it was the last. */
+export function settleBatch(db: SqliteDb, batchId: number, status: string, now: number): void {
+  if (status !== 'succeeded' && status !== 'dead' && status !== 'cancelled') return;
+  const b = db.stmt(WORKFLOW_SQL.countMember).get({ id: batchId, now, ok: status === 'succeeded' ? 1 : 0, dead: status === 'dead' ? 1 : 0, cancelled: status === 'cancelled' ? 1 : 0 }) as SqlBatch | undefined;
+  // counted here, so it was pending before: done now means it became done now
+  if (b) fire(db, b, now);
+}
 
 /** A parent's finish, inside its write transaction: a success releases its children, a death or cancel applies their policy. */
 export function settleChildren(db: SqliteDb, id: number, status: string, now: number): void {
@@ -68,12 +124,40 @@ export class SqliteWorkflows implements WorkflowStore {
     return this.db.write(() => this.db.stmt(WORKFLOW_SQL.progress).run(row).changes) > 0;
   }
 
+  async createBatch(p: NewBatch): Promise<BatchRow> {
+    const now = this.db.now();
+    const c = p.callback;
+    const callback = JSON.stringify({ queue: c.queue, payload: c.payload, priority: c.priority, runAfterMs: c.runAfterMs, maxAttempts: c.maxAttempts, timeoutMs: c.timeoutMs, maxRuntimeMs: c.maxRuntimeMs });
+    const row = this.db.write(() => this.db.stmt(WORKFLOW_SQL.createBatch).get({ onSuccessOnly: p.onSuccessOnly ? 1 : 0, callback, type: c.type, now }) as SqlBatch);
+    return toBatchRow(row);
+  }
+
+  async closeBatch(p: { batchId: string }): Promise<BatchRow | null> {
+    const id = toSqlId(p.batchId);
+    if (id === null) return null;
+    const now = this.db.now();
+    const row = this.db.write(() => {
+      const closed = this.db.stmt(WORKFLOW_SQL.closeBatch).get({ id, now }) as SqlBatch | undefined;
+      if (closed) fire(this.db, closed, now);
+      return closed ?? (this.db.stmt(WORKFLOW_SQL.getBatch).get(id) as SqlBatch | undefined);
+    });
+    return row ? toBatchRow(row) : null;
+  }
+
+  async getBatch(p: { batchId: string }): Promise<BatchRow | null> {
+    const id = toSqlId(p.batchId);
+    const row = id === null ? undefined : this.db.read(() => this.db.stmt(WORKFLOW_SQL.getBatch).get(id) as SqlBatch | undefined);
+    return row ? toBatchRow(row) : null;
+  }
+
   async insertFlow(p: FlowInsert): Promise<JobRow[]> {
     const now = this.db.now();
+    const batchId = p.batchId === undefined ? null : toSqlId(p.batchId) ?? 0;
     const payloads = p.jobs.map((j) => JSON.stringify(j.payload));
     const dependents = p.jobs.map(() => 0);
     for (const j of p.jobs) for (const at of j.parents) dependents[at]! += 1;
     const rows = this.db.write(() => {
+      if (batchId !== null && this.db.stmt(WORKFLOW_SQL.join).run({ id: batchId, n: p.jobs.length }).changes === 0) return [];
       const insert = this.db.stmt(WORKFLOW_SQL.insert);
       const edge = this.db.stmt(WORKFLOW_SQL.edge);
       const out: SqlJob[] = [];
@@ -83,7 +167,7 @@ export class SqliteWorkflows implements WorkflowStore {
           queue: j.queue, type: j.type, payload: payloads[i], status: waits ? 'waiting' : 'queued', priority: j.priority,
           runAt: j.runAt ? j.runAt.getTime() : now + j.runAfterMs, maxAttempts: j.maxAttempts, timeoutMs: j.timeoutMs, maxRuntimeMs: j.maxRuntimeMs,
           now, traceContext: j.traceContext ?? null, concurrencyKey: j.concurrencyKey ?? null,
-          pendingParents: waits ? j.parents.length : null, dependents: dependents[i]! > 0 ? dependents[i] : null, policy: waits ? p.onParentFailure : null,
+          pendingParents: waits ? j.parents.length : null, dependents: dependents[i]! > 0 ? dependents[i] : null, policy: waits ? p.onParentFailure : null, batchId,
         }) as SqlJob;
         for (const at of j.parents) edge.run(out[at]!.id, row.id);
         out.push(row);
