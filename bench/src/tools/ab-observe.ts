@@ -14,7 +14,8 @@
  * BENCH_LEASEHOLD_SRC2 instead (two builds side by side). Older names: `tracing` = sdk, `api-only` = api,
  * `observed` = metrics+sdk, `sampled` = metrics+sdk@0.01 (the default). Several modes,
  * comma-separated, run side by side with bare in the same run. Each run is a child process
- * (this file with `--child mode db n c`; PROFILE_OUT profiles a child's drain) on a database,
+ * (this file with `--child mode db n c`; PROFILE_OUT profiles a child's drain; BENCH_WORK_US=N
+ * makes every job spin N µs of CPU, as jobs doing real work would) on a database,
  * schema or file of its own. Prints the
  * median (min–max) of jobs/s and of the worker's CPU per job for each mode, and mode ÷ bare.
  */
@@ -102,7 +103,12 @@ async function child(mode: string, db: Db, n: number, c: number): Promise<void> 
   let done = 0;
   let resolve!: () => void;
   const all = new Promise<void>((r) => (resolve = r));
-  const noop = lh.defineJob({ type: 'noop', maxAttempts: 5, handler: () => void (++done === n && resolve()) });
+  // BENCH_WORK_US: each job spins this long on the CPU first, as a job that does real work would
+  const workUs = Number(process.env.BENCH_WORK_US ?? 0);
+  const spin = () => {
+    for (const until = performance.now() + workUs / 1000; performance.now() < until; );
+  };
+  const noop = lh.defineJob({ type: 'noop', maxAttempts: 5, handler: () => void (workUs > 0 && spin(), ++done === n && resolve()) });
   const storage = await lh.openStorage(own.url);
   const metrics = metered ? lh.createMetrics({ storage, sampling: { intervalMs: 5_000 } }) : undefined;
   // PROFILE_OUT=file.cpuprofile with --child: a CPU profile of the drain alone
