@@ -18,7 +18,7 @@ import { refuseTx } from './db.js';
 import { NOT_PAUSED, pickLimited } from './flow.js';
 import type { SqliteDb } from './db.js';
 import { toExpiredLease, toSqlId } from './sql.js';
-import { settleBatch, settleChildren } from './workflows.js';
+import { BatchTally, settleChildren } from './workflows.js';
 import type { SqlExpired } from './sql.js';
 
 /**
@@ -193,8 +193,10 @@ export class SqliteLeases implements LeaseStore {
     const now = db.now();
     return db.write(() => {
       const end = db.stmt(ATTEMPT_SQL.end);
-      const finish = db.stmt(LEASE_SQL.finish);
-      return p.items.map((f): FinishResult => {
+      // rows as arrays: the two workflow columns, without an object per finish
+      const finish = db.stmt(LEASE_SQL.finish, 'raw');
+      let tally: BatchTally | undefined;
+      const results = p.items.map((f): FinishResult => {
         const id = toSqlId(f.id);
         if (id === null) return { id: f.id, applied: false };
         const expiredOnly = f.onlyIfExpired ? 1 : 0;
@@ -205,11 +207,13 @@ export class SqliteLeases implements LeaseStore {
         const landed = finish.get(
           f.status, now, f.runAfterMs ?? null, f.uncountAttempt ? 1 : 0, hasError, e?.code ?? null, hasError, e?.message ?? null,
           TERMINAL.has(f.status) ? now : null, now, f.result ?? null, id, f.leaseToken, expiredOnly, now,
-        ) as { dependents: number | null; batch_id: number | null } | undefined;
-        if (landed?.dependents != null) settleChildren(db, id, f.status, now);
-        if (landed?.batch_id != null) settleBatch(db, landed.batch_id, f.status, now);
+        ) as [dependents: number | null, batchId: number | null] | undefined;
+        if (landed?.[0] != null) settleChildren(db, id, f.status, now);
+        if (landed?.[1] != null) (tally ??= new BatchTally()).add(landed[1], f.status);
         return { id: f.id, applied: landed !== undefined };
       });
+      tally?.settle(db, now);
+      return results;
     });
   }
 

@@ -61,10 +61,10 @@ const WORKFLOW_SQL = {
     WHERE id = @id AND state = 'open' RETURNING *`,
   getBatch: `-- leasehold workflows.getBatch: one batch
     SELECT * FROM {p}batches WHERE id = ?`,
-  countMember: `-- leasehold leases.finish (batch): a member ended; a closed batch left with nothing pending is done
-    UPDATE {p}batches SET pending = pending - 1, succeeded = succeeded + @ok, dead = dead + @dead, cancelled = cancelled + @cancelled,
-      state = CASE WHEN state = 'closed' AND pending <= 1 THEN 'done' ELSE state END,
-      finished_at = CASE WHEN state = 'closed' AND pending <= 1 THEN @now ELSE finished_at END
+  countMembers: `-- leasehold leases.finish (batch): members ended; a closed batch left with nothing pending is done
+    UPDATE {p}batches SET pending = pending - @n, succeeded = succeeded + @ok, dead = dead + @dead, cancelled = cancelled + @cancelled,
+      state = CASE WHEN state = 'closed' AND pending <= @n THEN 'done' ELSE state END,
+      finished_at = CASE WHEN state = 'closed' AND pending <= @n THEN @now ELSE finished_at END
     WHERE id = @id RETURNING *`,
   fire: `-- leasehold workflows (batch): a done batch's callback job, once by its idempotency key
     INSERT INTO {p}jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts, idempotency_key, timeout_ms, max_runtime_ms, created_at, updated_at)
@@ -99,12 +99,27 @@ function fire(db: SqliteDb, b: SqlBatch, now: number): void {
   });
 }
 
-/** A member's finish, inside its write transaction: it counts for its batch, which completes when it was the last. */
-export function settleBatch(db: SqliteDb, batchId: number, status: string, now: number): void {
-  if (status !== 'succeeded' && status !== 'dead' && status !== 'cancelled') return;
-  const b = db.stmt(WORKFLOW_SQL.countMember).get({ id: batchId, now, ok: status === 'succeeded' ? 1 : 0, dead: status === 'dead' ? 1 : 0, cancelled: status === 'cancelled' ? 1 : 0 }) as SqlBatch | undefined;
-  // counted here, so it was pending before: done now means it became done now
-  if (b) fire(db, b, now);
+/** The members a finish call ended, by batch: counted once per batch at the end of its transaction. */
+export class BatchTally {
+  readonly #counts = new Map<number, { n: number; ok: number; dead: number; cancelled: number }>();
+
+  add(batchId: number, status: string): void {
+    if (status !== 'succeeded' && status !== 'dead' && status !== 'cancelled') return;
+    const c = this.#counts.get(batchId) ?? { n: 0, ok: 0, dead: 0, cancelled: 0 };
+    c.n += 1;
+    if (status === 'succeeded') c.ok += 1;
+    else c[status] += 1;
+    this.#counts.set(batchId, c);
+  }
+
+  /** Each batch counted (one statement each); one that became done fires its callback. */
+  settle(db: SqliteDb, now: number): void {
+    for (const [id, c] of this.#counts) {
+      const b = db.stmt(WORKFLOW_SQL.countMembers).get({ id, now, ...c }) as SqlBatch | undefined;
+      // counted here, so it was pending before: done now means it became done now
+      if (b) fire(db, b, now);
+    }
+  }
 }
 
 /** A parent's finish, inside its write transaction: a success releases its children, a death or cancel applies their policy. */
