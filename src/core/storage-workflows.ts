@@ -72,6 +72,16 @@ export interface WorkflowStore {
   closeBatch(params: { batchId: string }): Promise<BatchRow | null>;
   /** One batch, or null. */
   getBatch(params: { batchId: string }): Promise<BatchRow | null>;
+  /** The jobs a job waits for and those waiting for it (a workflow's edges), each in id order, at most `limit` of each. */
+  dependencies(params: { jobId: string; limit: number }): Promise<JobDependencies>;
+}
+
+/** A job's edges in its workflow, by job id. */
+export interface JobDependencies {
+  /** the jobs it runs after */
+  parents: string[];
+  /** the jobs that run after it */
+  children: string[];
 }
 
 /** A batch to create: the callback it enqueues when its last member ends. */

@@ -7,7 +7,7 @@
 import type { AttemptChart } from '../core/charts.js';
 import type { JobSearch, JobSearchPage, JobSummary, JobSummaryQuery } from '../core/search.js';
 import type { ScheduleRow, LockRow } from '../core/schedules.js';
-import type { AlertStateRow, AttemptOutcomeCount, JobEvent, JobRow, OperatorRef, QueueHealth, QueueState } from '../core/storage.js';
+import type { AlertStateRow, AttemptOutcomeCount, BatchRow, JobDependencies, JobEvent, JobRow, OperatorRef, QueueHealth, QueueState } from '../core/storage.js';
 import type { BulkOptions, BulkRequest, BulkResult } from '../runtime/bulk.js';
 import type { ChartQuery } from '../runtime/charts.js';
 import type { Client } from '../runtime/client.js';
@@ -57,4 +57,8 @@ export type DashboardClient = Pick<Client, 'listJobs' | 'getJob' | 'listAttempts
   previewBulk?: (req: BulkRequest) => Promise<BulkPreview>;
   /** runs a bulk action the operator confirmed */
   runBulk?: (opts: BulkOptions) => Promise<BulkResult>;
+  /** a job's workflow edges, linked on its page */
+  jobDependencies?: (id: string) => Promise<JobDependencies>;
+  /** a batch member's batch, its progress shown on the member's page */
+  batches?: { get: (batchId: string) => Promise<BatchRow | null> };
 };

@@ -6,7 +6,7 @@
  */
 import type { JobDefaults } from '../core/index.js';
 import { DEFAULT_JOB_DEFAULTS, DEFAULT_MAX_PAYLOAD_BYTES, JobNotFoundError, ValidationError, validateName } from '../core/index.js';
-import type { AlertStateRow, AttemptRow, EffectRow, JobCount, JobQuery, JobRow, OperatorRef, QueueState, Storage, WorkerRow } from '../core/storage.js';
+import type { AlertStateRow, AttemptRow, EffectRow, JobCount, JobDependencies, JobQuery, JobRow, OperatorRef, QueueState, Storage, WorkerRow } from '../core/storage.js';
 import type { LockRow, ScheduleInput, ScheduleRow } from '../core/schedules.js';
 import { checkId, checkSchedule } from './client-input.js';
 import { Enqueuer } from './client-enqueue.js';
@@ -133,6 +133,11 @@ export class Client<const J extends JobList = any> {
    */
   async enqueueFlow(items: readonly FlowItem<J>[], options?: FlowOptions): Promise<Record<string, JobRow>> {
     return (await enqueueFlow(this.#enqueuer, items as readonly FlowItem[], options))!;
+  }
+
+  /** The jobs a job runs after and those that run after it (its workflow's edges), at most 100 of each. */
+  jobDependencies(id: string): Promise<JobDependencies> {
+    return this.storage.workflows.dependencies({ jobId: checkId(id), limit: 100 });
   }
 
   /** Batches: groups of jobs whose last one to end enqueues a callback job, once (docs/workflows.md). */

@@ -38,6 +38,18 @@ export function workflowTests(h: ConformanceHarness): void {
       assert.deepEqual(await claimAll(s, type), [], 'nothing else while the root runs');
     });
 
+    it('dependencies: a job\'s parents and children in id order, at most the limit; none for a job outside a workflow', async () => {
+      const s = db.storage;
+      const { ids } = await diamond(s);
+      assert.deepEqual(await s.workflows.dependencies({ jobId: ids.join, limit: 10 }), { parents: [ids.left, ids.right], children: [] });
+      assert.deepEqual(await s.workflows.dependencies({ jobId: ids.root, limit: 10 }), { parents: [], children: [ids.left, ids.right] });
+      assert.deepEqual(await s.workflows.dependencies({ jobId: ids.left, limit: 10 }), { parents: [ids.root], children: [ids.join] });
+      assert.deepEqual(await s.workflows.dependencies({ jobId: ids.root, limit: 1 }), { parents: [], children: [ids.left] });
+      const [plain] = await s.jobs.insert({ jobs: [newJob(uniq('plain'))] });
+      assert.deepEqual(await s.workflows.dependencies({ jobId: plain!.job.id, limit: 10 }), { parents: [], children: [] });
+      assert.deepEqual(await s.workflows.dependencies({ jobId: 'nope', limit: 10 }), { parents: [], children: [] });
+    });
+
     it("a parent's success releases its children; a join waits for its last parent", async () => {
       const s = db.storage;
       const { type, ids } = await diamond(s);

@@ -34,3 +34,20 @@ test('progress and result on the job page: attacker text escaped, both in the li
   assert.equal(live.body!.slots.progress?.[0]?.t, JSON.stringify({ step: XSS }));
   assert.equal(live.body!.slots.progress?.[2]?.t, XSS, 'the note');
 });
+
+test("a workflow job's page links the jobs it runs after and before, and shows its batch's progress", async () => {
+  const client = s.client;
+  const batch = await client.batches.create({ onComplete: { type: 'wf-done', payload: {} } });
+  const [root, join] = await client.batches.add(batch.id, [
+    { key: 'root', type: 'wf-step', payload: {} },
+    { key: 'join', type: 'wf-step', payload: {}, dependsOn: ['root'] },
+  ]);
+  const app = createDashboard({ client: s.full });
+  const page = await get(app, `/jobs/${join!.id}`);
+  assert.match(page.text, new RegExp(`after <a href="/jobs/${root!.id}">#${root!.id}</a>`));
+  assert.match(page.text, /waits for 1/);
+  assert.match(page.text, new RegExp(`batch ${batch.id}, open: 0 of 2 ended \\(0 succeeded, 0 dead, 0 cancelled\\), callback wf-done`));
+  const live = await getJson<{ slots: Record<string, { t?: string; h?: string }[]> }>(app, `/api/jobs/${root!.id}`);
+  assert.deepEqual(live.body!.slots.workflow, [{ t: 'before ' }, { t: `#${join!.id}`, h: `/jobs/${join!.id}` }]);
+  assert.match((await get(app, `/jobs/${s.deadId}`)).text, /<dt>Workflow<\/dt><dd><span data-slot="workflow"><span class="muted">—<\/span>/);
+});

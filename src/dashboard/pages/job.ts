@@ -8,7 +8,7 @@
  */
 import { html } from 'hono/html';
 import { jobHistory } from '../../core/job-history.js';
-import type { AttemptRow, EffectRow, JobEvent, JobRow } from '../../core/storage.js';
+import type { AttemptRow, BatchRow, EffectRow, JobDependencies, JobEvent, JobRow } from '../../core/storage.js';
 import type { PageContext, PageSpec } from '../layout.js';
 import { duration, json, truncate } from '../layout.js';
 import type { Cell, Column, LiveModel, Part } from '../view.js';
@@ -24,6 +24,10 @@ export interface JobData {
   effects: readonly EffectRow[];
   /** operator events, oldest first (empty when the client cannot read them) */
   events: readonly JobEvent[];
+  /** its workflow's edges (null when the client cannot read them) */
+  edges?: JobDependencies | null;
+  /** the batch it is a member of (null: none, or the client cannot read it) */
+  batch?: BatchRow | null;
   nowMs: number;
 }
 
@@ -81,6 +85,8 @@ export function jobLive(ctx: PageContext, d: JobData): Required<Pick<LiveModel, 
       actions: actions(ctx, job),
       progress: job.progress ? [text(truncate(JSON.stringify(job.progress.value), 300), 'mono'), ...(job.progress.note ? [text(' '), text(job.progress.note)] : []), text(' at '), when(job.progress.at)] : [text('—', 'muted')],
       result: job.result === undefined ? [text('—', 'muted')] : [text(truncate(JSON.stringify(job.result), 2_000), 'mono')],
+      workflow: workflowParts(ctx, d),
+      batch: d.batch ? [text(`batch ${d.batch.id}, ${d.batch.state}: ${d.batch.succeeded + d.batch.dead + d.batch.cancelled} of ${d.batch.total} ended (${d.batch.succeeded} succeeded, ${d.batch.dead} dead, ${d.batch.cancelled} cancelled), callback ${d.batch.callbackType}`)] : [text('—', 'muted')],
     },
     tables: {
       attempts: historyRows(d),
@@ -90,6 +96,19 @@ export function jobLive(ctx: PageContext, d: JobData): Required<Pick<LiveModel, 
       ]),
     },
   };
+}
+
+/** Links to the jobs it runs after and those that run after it, and how many parents it still waits for. */
+function workflowParts(ctx: PageContext, d: JobData): Part[] {
+  const links = (ids: readonly string[]): Part[] => ids.flatMap((id, i) => [...(i > 0 ? [text(', ')] : []), { t: `#${id}`, h: `${ctx.base}/jobs/${id}` }]);
+  const { edges, job } = d;
+  if (!edges || (edges.parents.length === 0 && edges.children.length === 0)) return [text('—', 'muted')];
+  return [
+    ...(edges.parents.length > 0 ? [text('after '), ...links(edges.parents)] : []),
+    ...(job.pendingParents ? [text(` (waits for ${job.pendingParents})`, 'muted')] : []),
+    ...(edges.parents.length > 0 && edges.children.length > 0 ? [text('; ')] : []),
+    ...(edges.children.length > 0 ? [text('before '), ...links(edges.children)] : []),
+  ];
 }
 
 /** Stacks are long and multi-line: shown under the attempts, each behind a disclosure, not redrawn. */
@@ -123,6 +142,8 @@ ${job.scheduleName ? html`<dt>Schedule</dt><dd>${job.scheduleName} (slot ${iso(j
 <dt>Last error</dt><dd>${s('lastError')}</dd>
 <dt>Progress</dt><dd>${s('progress')}</dd>
 <dt>Result</dt><dd>${s('result')}</dd>
+<dt>Workflow</dt><dd>${s('workflow')}</dd>
+<dt>Batch</dt><dd>${s('batch')}</dd>
 </dl></div>
 <h2>Payload</h2><pre>${json(job.payload)}</pre>
 <h2>History</h2>${tableHtml('attempts', { cols: ATTEMPT_COLS, rows: m.tables.attempts ?? [], empty: 'Not attempted yet.' }, ctx.csrf, true)}${stacks(d.attempts)}

@@ -10,8 +10,11 @@ import { CANCELLABLE, cancelQuestion, jobDetailPage, jobLive } from '../pages/jo
 
 async function load({ client }: Kit, id: string): Promise<JobData> {
   const job = await client.getJob(id);
-  const [attempts, effects, events] = await Promise.all([client.listAttempts(id), client.listEffects({ jobId: id, limit: 100 }), client.jobEvents?.(id) ?? []]);
-  return { job, attempts, effects, events, nowMs: Date.now() };
+  const [attempts, effects, events, edges, batch] = await Promise.all([
+    client.listAttempts(id), client.listEffects({ jobId: id, limit: 100 }), client.jobEvents?.(id) ?? [],
+    client.jobDependencies?.(id) ?? null, job.batchId === undefined ? null : (client.batches?.get(job.batchId) ?? null),
+  ]);
+  return { job, attempts, effects, events, edges, batch, nowMs: Date.now() };
 }
 
 export const job: Area = (app, kit) => {

@@ -1,6 +1,6 @@
 /** Results, progress and workflows in memory: each call one synchronous step, fenced like the SQL adapters. */
 import { batchCallbackKey, batchCallbackPayload, batchFires } from '../../core/batches.js';
-import type { BatchRow, FlowInsert, JobRow, NewBatch, NewJob, ProgressParams, WorkflowStore } from '../../core/storage.js';
+import type { BatchRow, FlowInsert, JobDependencies, JobRow, NewBatch, NewJob, ProgressParams, WorkflowStore } from '../../core/storage.js';
 import { type MemoryDb, type StoredJob, copyDate, copyDateOrNull, jobOut, toJson } from './db.js';
 
 type StoredBatch = BatchRow & { callback: NewJob };
@@ -89,6 +89,14 @@ export class MemoryWorkflows implements WorkflowStore {
     if (b.state === 'open') b.state = 'closed';
     completeBatch(this.db, b, now);
     return batchOut(b);
+  }
+
+  async dependencies(p: { jobId: string; limit: number }): Promise<JobDependencies> {
+    this.db.now();
+    const byId = (a: string, b: string) => Number(a) - Number(b);
+    const children = [...(this.db.jobs.get(p.jobId)?.children ?? [])].sort(byId).slice(0, p.limit);
+    const parents = [...this.db.jobs.values()].filter((j) => j.children?.includes(p.jobId)).map((j) => j.id).sort(byId).slice(0, p.limit);
+    return { parents, children };
   }
 
   async getBatch(p: { batchId: string }): Promise<BatchRow | null> {

@@ -3,7 +3,7 @@
  * result write and its release of children, the fenced progress write and workflow inserts.
  */
 import { batchCallbackKey, batchCallbackPayload, batchFires } from '../../core/batches.js';
-import type { BatchRow, BatchState, FinishParams, FlowInsert, JobRow, NewBatch, ProgressParams, WorkflowStore } from '../../core/storage.js';
+import type { BatchRow, BatchState, FinishParams, FlowInsert, JobDependencies, JobRow, NewBatch, ProgressParams, WorkflowStore } from '../../core/storage.js';
 import { type Db, type Queryable, type Stmt, exec, run } from './db.js';
 import { JOB_COLS, NOW, type Row, type Tables, idParam, micros, toBatchRow, toJobRow, utcLiteral } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
@@ -25,7 +25,8 @@ export const WORKFLOW_TABLES: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS {p}job_dependencies (
         parent_id BIGINT UNSIGNED NOT NULL,
         child_id BIGINT UNSIGNED NOT NULL,
-        PRIMARY KEY (parent_id, child_id)
+        PRIMARY KEY (parent_id, child_id),
+        KEY {p}job_dependencies_child (child_id)
       )`,
   // batches: members counted by their finishes; callback: the spec of the job the last one enqueues
   `CREATE TABLE IF NOT EXISTS {p}batches (
@@ -63,6 +64,10 @@ export function workflowsSql(t: Tables) {
       UPDATE ${t.batches} SET total = total + ?, pending = pending + ? WHERE id = ? AND state = 'open'`,
     createBatch: `-- leasehold createBatch: a new open batch with its callback's spec
       INSERT INTO ${t.batches} (state, on_success_only, callback, callback_type, created_at) VALUES ('open', ?, ?, ?, ${NOW})`,
+    dependencies: `-- leasehold dependencies: the jobs a job waits for and those waiting for it, each in id order
+      (SELECT 'parent' AS side, parent_id AS id FROM ${t.dependencies} WHERE child_id = ? ORDER BY parent_id LIMIT ?)
+      UNION ALL
+      (SELECT 'child', child_id FROM ${t.dependencies} WHERE parent_id = ? ORDER BY child_id LIMIT ?)`,
     getBatch: `-- leasehold getBatch: one batch
       SELECT * FROM ${t.batches} WHERE id = ?`,
     lockBatches: `-- leasehold batches: lock these batches in id order and read them
@@ -202,6 +207,12 @@ export class MysqlWorkflows extends SqlAggregate<Db, WorkflowsSql> implements Wo
       for (const st of batchWrites(this.sql, b, next, now)) await exec(q, st.sql, st.values);
       return toBatchRow((await run(q, this.sql.getBatch, [id]))[0]!);
     });
+  }
+
+  async dependencies(p: { jobId: string; limit: number }): Promise<JobDependencies> {
+    const id = idParam(p.jobId);
+    const rows = id === null ? [] : await this.db.one('dependencies', (q) => run(q, this.sql.dependencies, [id, p.limit, id, p.limit]));
+    return { parents: rows.filter((r) => r.side === 'parent').map((r) => String(r.id)), children: rows.filter((r) => r.side === 'child').map((r) => String(r.id)) };
   }
 
   async getBatch(p: { batchId: string }): Promise<BatchRow | null> {

@@ -1,6 +1,6 @@
 /** Results and progress on PostgreSQL: the job row's workflow columns and the fenced progress write. */
 import { FLOW_LIMITS } from '../../core/workflow-graph.js';
-import type { BatchRow, FlowInsert, JobRow, NewBatch, ProgressParams, WorkflowStore } from '../../core/storage.js';
+import type { BatchRow, FlowInsert, JobDependencies, JobRow, NewBatch, ProgressParams, WorkflowStore } from '../../core/storage.js';
 import { type Db } from './db.js';
 import { NOW, jsonParam, ms, toBatchRow, toJobRow, validId } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
@@ -24,6 +24,8 @@ CREATE TABLE ${s}.job_dependencies (
   child_id   bigint NOT NULL,
   PRIMARY KEY (parent_id, child_id)
 );
+-- a job's parents, for its page
+CREATE INDEX job_dependencies_child_idx ON ${s}.job_dependencies (child_id);
 -- an operator's search and counts of jobs waiting for their parents: rare rows, as failed_idx
 CREATE INDEX jobs_waiting_idx ON ${s}.jobs (id) WHERE status = 'waiting';
 -- batches: members counted by their finishes; callback: the spec of the job the last one enqueues
@@ -188,6 +190,12 @@ SELECT * FROM closing CROSS JOIN (SELECT count(*) AS notified FROM woke) w
 UNION ALL
 SELECT *, 0 FROM ${s}.batches WHERE id = $1::bigint AND NOT EXISTS (SELECT 1 FROM closing)`,
 
+    /** $1 job id, $2 limit */
+    dependencies: `-- leasehold dependencies: the jobs a job waits for and those waiting for it, each in id order
+(SELECT 'parent' AS side, parent_id::text AS id FROM ${s}.job_dependencies WHERE child_id = $1::bigint ORDER BY parent_id LIMIT $2::int)
+UNION ALL
+(SELECT 'child', child_id::text FROM ${s}.job_dependencies WHERE parent_id = $1::bigint ORDER BY child_id LIMIT $2::int)`,
+
     /** $1 id */
     getBatch: `-- leasehold getBatch: one batch
 SELECT * FROM ${s}.batches WHERE id = $1::bigint`,
@@ -232,6 +240,12 @@ export class PostgresWorkflows extends SqlAggregate<Db, ReturnType<typeof workfl
     if (id === null) return null;
     const [row] = await this.db.run('closeBatch', this.sql.closeBatch, [id, ...this.db.notify]);
     return row ? toBatchRow(row) : null;
+  }
+
+  async dependencies(p: { jobId: string; limit: number }): Promise<JobDependencies> {
+    const id = validId(p.jobId);
+    const rows = id === null ? [] : await this.db.run('dependencies', this.sql.dependencies, [id, p.limit]);
+    return { parents: rows.filter((r) => r.side === 'parent').map((r) => String(r.id)), children: rows.filter((r) => r.side === 'child').map((r) => String(r.id)) };
   }
 
   async getBatch(p: { batchId: string }): Promise<BatchRow | null> {

@@ -1,6 +1,6 @@
 /** Results, progress and workflows on SQLite: the job row's workflow columns, the fenced progress write, workflow inserts and what a parent's finish does to its children. */
 import { batchCallbackKey, batchCallbackPayload, batchFires } from '../../core/batches.js';
-import type { BatchRow, FlowInsert, JobRow, NewBatch, ProgressParams, WorkflowStore } from '../../core/storage.js';
+import type { BatchRow, FlowInsert, JobDependencies, JobRow, NewBatch, ProgressParams, WorkflowStore } from '../../core/storage.js';
 import type { SqliteDb } from './db.js';
 import { NEXT_JOB_ID, type SqlJob, toBatchRow, toJobRow, toSqlId } from './sql.js';
 
@@ -23,6 +23,8 @@ CREATE TABLE {p}job_dependencies (
   child_id  INTEGER NOT NULL,
   PRIMARY KEY (parent_id, child_id)
 ) STRICT, WITHOUT ROWID;
+-- a job's parents, for its page
+CREATE INDEX {p}job_dependencies_child_idx ON {p}job_dependencies (child_id);
 -- an operator's search and counts of jobs waiting for their parents: rare rows, as failed_idx
 CREATE INDEX {p}jobs_waiting_idx ON {p}jobs (id) WHERE status = 'waiting';
 -- batches: members counted by their finishes; callback: the spec of the job the last one enqueues
@@ -59,6 +61,10 @@ const WORKFLOW_SQL = {
   closeBatch: `-- leasehold workflows.closeBatch: an open batch takes no more members; with nothing pending it is done
     UPDATE {p}batches SET state = CASE WHEN pending <= 0 THEN 'done' ELSE 'closed' END, finished_at = CASE WHEN pending <= 0 THEN @now END
     WHERE id = @id AND state = 'open' RETURNING *`,
+  dependencies: `-- leasehold workflows.dependencies: the jobs a job waits for and those waiting for it, each in id order
+    SELECT * FROM (SELECT 'parent' AS side, parent_id AS id FROM {p}job_dependencies WHERE child_id = @id ORDER BY parent_id LIMIT @limit)
+    UNION ALL
+    SELECT * FROM (SELECT 'child', child_id FROM {p}job_dependencies WHERE parent_id = @id ORDER BY child_id LIMIT @limit)`,
   getBatch: `-- leasehold workflows.getBatch: one batch
     SELECT * FROM {p}batches WHERE id = ?`,
   countMembers: `-- leasehold leases.finish (batch): members ended; a closed batch left with nothing pending is done
@@ -157,6 +163,12 @@ export class SqliteWorkflows implements WorkflowStore {
       return closed ?? (this.db.stmt(WORKFLOW_SQL.getBatch).get(id) as SqlBatch | undefined);
     });
     return row ? toBatchRow(row) : null;
+  }
+
+  async dependencies(p: { jobId: string; limit: number }): Promise<JobDependencies> {
+    const id = toSqlId(p.jobId);
+    const rows = id === null ? [] : this.db.read(() => this.db.stmt(WORKFLOW_SQL.dependencies).all({ id, limit: p.limit }) as { side: string; id: number }[]);
+    return { parents: rows.filter((r) => r.side === 'parent').map((r) => String(r.id)), children: rows.filter((r) => r.side === 'child').map((r) => String(r.id)) };
   }
 
   async getBatch(p: { batchId: string }): Promise<BatchRow | null> {
