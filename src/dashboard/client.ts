@@ -60,5 +60,8 @@ export type DashboardClient = Pick<Client, 'listJobs' | 'getJob' | 'listAttempts
   /** a job's workflow edges, linked on its page */
   jobDependencies?: (id: string) => Promise<JobDependencies>;
   /** a batch member's batch, its progress shown on the member's page */
-  batches?: { get: (batchId: string) => Promise<BatchRow | null> };
+  batches?: {
+    /** one batch, or null */
+    get: (batchId: string) => Promise<BatchRow | null>;
+  };
 };
