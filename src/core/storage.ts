@@ -134,7 +134,7 @@ export interface Capabilities {
   readonly multiProcess: boolean;
   /** `jobs.insert({ tx })` and `leases.finish({ tx })` accept the caller's own transaction handle */
   readonly transactionalEnqueue: boolean;
-  /** wake-ups are pushed (LISTEN/NOTIFY); otherwise workers poll */
+  /** wake-ups are pushed (`subscribe`: NOTIFY on PostgreSQL, a file watch on SQLite, a parked connection on MySQL); otherwise workers only poll */
   readonly listenNotify: boolean;
 }
 
@@ -288,7 +288,8 @@ export interface Storage {
   /**
    * Present when `capabilities.listenNotify`: calls `onWake` soon after jobs become due through
    * another connection or process (enqueue, retry), so idle workers need not wait for their
-   * poll. Reconnects by itself; polling stays the backstop. Resolves to an unsubscribe.
+   * poll. A wake may be spurious (the claim decides). Reconnects by itself; polling stays the
+   * backstop. Resolves to an unsubscribe.
    */
   subscribe?(params: { onWake: () => void }): Promise<() => Promise<void>>;
 }

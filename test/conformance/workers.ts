@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ConformanceHarness } from './index.js';
-import { assertBetween, sleep, uniq, useDb } from './helpers.js';
+import { assertBetween, newJob, sleep, uniq, useDb } from './helpers.js';
 
 export function workerTests(h: ConformanceHarness): void {
   describe('workers', () => {
@@ -86,6 +86,24 @@ export function workerTests(h: ConformanceHarness): void {
       assert.equal(typeof s.dialect, 'string');
       assert.ok(s.dialect.length > 0);
       for (const k of ['multiProcess', 'transactionalEnqueue', 'listenNotify'] as const) assert.equal(typeof s.capabilities[k], 'boolean', k);
+    });
+
+    it('subscribe, where wake-ups are pushed: wakes after another connection enqueues a due job', async (t) => {
+      const s = db.storage;
+      if (!s.capabilities.listenNotify || !s.subscribe) return t.skip('this storage is polled');
+      const other = await db.connectAnother();
+      let woken = false;
+      const unsubscribe = await s.subscribe({ onWake: () => (woken = true) });
+      try {
+        // enqueue until a wake-up comes: one may have been sent before the subscription was in place
+        for (let i = 0; i < 100 && !woken; i++) {
+          await other.jobs.insert({ jobs: [newJob(uniq('wake'))] });
+          for (let w = 0; w < 10 && !woken; w++) await sleep(20);
+        }
+        assert.ok(woken, 'woken by an enqueue through another connection');
+      } finally {
+        await unsubscribe();
+      }
     });
   });
 }

@@ -22,7 +22,7 @@ describe('sqlite specific: the file, prefixes and clock', () => {
     } finally {
       raw.close();
     }
-    assert.deepEqual(s.capabilities, { multiProcess: true, transactionalEnqueue: true, listenNotify: false });
+    assert.deepEqual(s.capabilities, { multiProcess: true, transactionalEnqueue: true, listenNotify: true });
     await s.close();
   });
 

@@ -3,7 +3,8 @@
  * semantics are the contract in core/storage.ts. Times are UTC_TIMESTAMP(6) in DATETIME(6)
  * columns, independent of the session or server time zone. `jobs.insert` and `leases.finish`
  * accept `{ tx }`: the caller's own mysql2 connection inside their transaction, used as is, so
- * the job exists, or the finish lands, iff their transaction commits. Workers poll (no push).
+ * the job exists, or the finish lands, iff their transaction commits. Idle workers are woken
+ * through a parked connection (wakeups.ts); polling stays the backstop.
  */
 import type mysql from 'mysql2/promise';
 import { ValidationError } from '../../core/errors.js';
@@ -22,6 +23,7 @@ import { SCHEMA_VERSION, migrate, schemaVersion } from './migrations.js';
 import { MysqlQueues } from './queues.js';
 import { MysqlSchedules } from './schedules.js';
 import { NOW, parseUtc } from './sql.js';
+import { wakeupsOf } from './wakeups.js';
 import { MysqlWorkers } from './workers.js';
 import { MysqlWorkflows } from './workflows.js';
 
@@ -44,6 +46,8 @@ export interface MysqlStorageOptions {
 }
 
 const PREFIX_RE = /^[A-Za-z0-9_]{0,32}$/;
+/** The smallest pool a subscriber parks one of its connections from (the worker's claims and finishes need the rest). */
+const MIN_POOL_TO_PARK = 3;
 
 const NOW_SQL = `-- leasehold now: the database's clock, UTC, microseconds
   SELECT ${NOW} AS now`;
@@ -53,7 +57,7 @@ const MYSQL_AGGREGATES = { jobs: MysqlJobs, leases: MysqlLeases, attempts: Mysql
 export class MysqlStorage extends AggregateStorage<Db, typeof MYSQL_AGGREGATES> implements Storage {
   readonly dialect = 'mysql';
   readonly expectedSchemaVersion = SCHEMA_VERSION;
-  readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: false };
+  readonly capabilities: Capabilities;
   /** prefix of every table and index name */
   readonly tablePrefix: string;
   private readonly ownPool: mysql.Pool | null;
@@ -68,6 +72,9 @@ export class MysqlStorage extends AggregateStorage<Db, typeof MYSQL_AGGREGATES> 
     super(new Db((opts.pool ?? ownPool) as unknown as PoolLike, prefix, ownPool !== null), MYSQL_AGGREGATES);
     this.tablePrefix = prefix;
     this.ownPool = ownPool;
+    // a parked connection is one the pool lacks: not in a pool of fewer than 3
+    const limit = (opts.pool as { pool?: { config?: { connectionLimit?: unknown } } } | undefined)?.pool?.config?.connectionLimit ?? opts.poolSize ?? 10;
+    this.capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: typeof limit !== 'number' || limit >= MIN_POOL_TO_PARK };
   }
 
   migrate(): Promise<MigrateResult> {
@@ -78,9 +85,21 @@ export class MysqlStorage extends AggregateStorage<Db, typeof MYSQL_AGGREGATES> 
     return schemaVersion(this.db);
   }
 
+  /**
+   * Calls `onWake` soon after jobs become due through another storage or process (enqueue,
+   * operator retry), through one connection of the pool parked in `SLEEP` until an enqueue
+   * interrupts it (wakeups.ts); in a pool of fewer than 3 connections it never wakes and
+   * `capabilities.listenNotify` is false. Polling stays the backstop. Resolves to an unsubscribe.
+   */
+  async subscribe(p: { onWake: () => void }): Promise<() => Promise<void>> {
+    if (!this.capabilities.listenNotify) return async () => {};
+    return wakeupsOf(this.db).subscribe(p.onWake);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await wakeupsOf(this.db).stop();
     if (this.ownPool) await this.ownPool.end();
   }
 

@@ -12,6 +12,7 @@ import { MysqlBulk } from './bulk.js';
 import { type Db, type Queryable, exec, isDuplicate, run } from './db.js';
 import { MysqlEvents, eventStatement, eventsSql } from './events.js';
 import { insertJobsOn, insertSql, isSingleStatement, prepareInsert } from './insert.js';
+import { madeDue, wakeupsOf } from './wakeups.js';
 import { JOB_COLS, NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow, waitMs } from './sql.js';
 import { insertUniqueOn, insertWithUniqueKeys, uniqueKeySql } from './unique-keys.js';
 import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../../core/search.js';
@@ -74,10 +75,15 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
     }
     if (p.jobs.length === 0) return [];
     const f = await this.db.features();
-    if (batch.unique) return insertWithUniqueKeys(this.db, this.sql, batch, f);
-    // one INSERT … RETURNING is atomic by itself: no BEGIN / COMMIT round trips
-    if (isSingleStatement(batch, f)) return this.db.autocommit('insertJobs', (c) => insertJobsOn(c, this.sql, batch, f));
-    return this.db.tx('insertJobs', (c) => insertJobsOn(c, this.sql, batch, f));
+    const results = batch.unique
+      ? await insertWithUniqueKeys(this.db, this.sql, batch, f)
+      : isSingleStatement(batch, f)
+        ? // one INSERT … RETURNING is atomic by itself: no BEGIN / COMMIT round trips
+          await this.db.autocommit('insertJobs', (c) => insertJobsOn(c, this.sql, batch, f))
+        : await this.db.tx('insertJobs', (c) => insertJobsOn(c, this.sql, batch, f));
+    // committed: parked workers may claim them now (in the caller's transaction above, they poll)
+    if (madeDue(results)) wakeupsOf(this.db).jobsDue();
+    return results;
   }
 
   async get(p: { id: string }): Promise<JobRow | null> {
@@ -115,7 +121,7 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
     const by = checkOperator(p);
     const id = idParam(p.id);
     if (id === null) return { job: null, applied: false };
-    return this.db.tx('retryJob', async (c) => {
+    const out = await this.db.tx('retryJob', async (c): Promise<AdminResult> => {
       const [prev] = await run(c, this.sql.jobForUpdate, [id]);
       if (!prev) return { job: null, applied: false };
       const res = await exec(c, this.sql.retryJob, [id]).catch(async (e: unknown) => {
@@ -129,6 +135,8 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
       const [row] = await run(c, this.sql.jobById, [id]);
       return { job: row ? toJobRow(row) : null, applied };
     }, true);
+    if (out.applied) wakeupsOf(this.db).jobsDue();
+    return out;
   }
 
   /** A running attempt ends as cancelled: its history row is written from the job row as locked before the cancel. */

@@ -237,6 +237,11 @@ export class SqliteDb {
     return on;
   }
 
+  /** The database file's absolute path ('' for an in-memory or temporary database). */
+  file(): string {
+    return mainFile(this.conn.prepare(DATABASE_LIST).all());
+  }
+
   close(): void {
     if (this.conn.open) this.conn.close();
     this.cache.clear();

@@ -5,6 +5,7 @@
  * The database clock is this process's clock (db.ts), and several processes may share one file.
  * An enqueue takes `{ tx }`: the caller's own handle on the same file inside its open
  * transaction (insert.ts); completing a job in it is refused with NotSupportedError.
+ * Idle workers are woken by a watch on the database's files (wakeups.ts), not only by polling.
  */
 import { AggregateStorage } from '../aggregates.js';
 import type { Capabilities, MigrateResult, Storage } from '../../core/storage.js';
@@ -23,6 +24,7 @@ import { SqliteQueues } from './queues.js';
 import { SqliteSchedules } from './schedules.js';
 import { checkPrefix } from './sql.js';
 import { SqliteWorkers } from './workers.js';
+import { FileWakeups } from './wakeups.js';
 import { SqliteWorkflows } from './workflows.js';
 
 export { SQLITE_DRIVERS } from './driver.js';
@@ -48,7 +50,14 @@ const SQLITE_AGGREGATES = { jobs: SqliteJobs, leases: SqliteLeases, attempts: Sq
 export class SqliteStorage extends AggregateStorage<SqliteDb, typeof SQLITE_AGGREGATES> implements Storage {
   readonly dialect = 'sqlite';
   readonly expectedSchemaVersion = SCHEMA_VERSION;
-  readonly capabilities: Capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: false };
+  readonly capabilities: Capabilities;
+  /**
+   * Present for a database in a file: calls `onWake` soon after the file changes (a commit by
+   * any process on this machine). Polling stays the backstop (a network filesystem may report
+   * nothing). Resolves to an unsubscribe.
+   */
+  readonly subscribe?: (params: { onWake: () => void }) => Promise<() => Promise<void>>;
+  private readonly wakeups: FileWakeups | null;
 
   constructor(opts: SqliteStorageOptions) {
     const db = new SqliteDb({
@@ -59,6 +68,12 @@ export class SqliteStorage extends AggregateStorage<SqliteDb, typeof SQLITE_AGGR
       clock: opts.clock ?? Date.now,
     });
     super(db, SQLITE_AGGREGATES);
+    const file = db.file();
+    // an in-memory database has no file to watch, nor another process to hear from
+    const wakeups = file === '' ? null : new FileWakeups(file);
+    this.wakeups = wakeups;
+    this.capabilities = { multiProcess: true, transactionalEnqueue: true, listenNotify: wakeups !== null };
+    if (wakeups) this.subscribe = (p) => wakeups.subscribe(p.onWake);
   }
 
   async migrate(): Promise<MigrateResult> {
@@ -70,6 +85,7 @@ export class SqliteStorage extends AggregateStorage<SqliteDb, typeof SQLITE_AGGR
   }
 
   async close(): Promise<void> {
+    this.wakeups?.stop();
     this.db.close();
   }
 

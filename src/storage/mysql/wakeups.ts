@@ -1,0 +1,199 @@
+/**
+ * Wake-ups on MySQL/MariaDB, which have no LISTEN/NOTIFY. A subscribed storage parks one
+ * connection, taken out of its pool for good, in `SELECT SLEEP(…)` under a marker naming its
+ * tables; an enqueue of due jobs, once committed, interrupts that sleep with `KILL QUERY` (any
+ * user may kill its own connections' queries), and the parked connection wakes its subscribers
+ * and sleeps again. Enqueuers find parked connections in the process list.
+ *
+ * Costs: a parked connection sends one statement per PARK_SECONDS. An enqueue sends, after it
+ * has returned, one KILL per parked connection it knows of, and reads the process list again,
+ * meanwhile, when it last did so LIST_TTL_MS ago. A known connection is forgotten when a KILL
+ * of it fails: it is gone, and since a parked connection is closed, never handed back to a
+ * pool, its id never names another connection's query. Only connections of the enqueuer's own
+ * user are listed and killable, so workers under another user are not woken; nor is a
+ * connection between two sleeps. Polling stays the backstop.
+ */
+import { Backoff } from '../../core/backoff.js';
+import type { RetryPolicy } from '../../core/retry.js';
+import type { InsertResult } from '../../core/storage.js';
+import { type Db, type Leased, run } from './db.js';
+
+/** How long one parked statement sleeps before it parks again. */
+const PARK_SECONDS = 25;
+/** How often at most an enqueuer reads the process list for connections parked since. */
+const LIST_TTL_MS = 1_000;
+/** MariaDB's answer to a KILL QUERY of the sleep ('Query execution was interrupted'); MySQL's SLEEP returns 1 instead. */
+const ER_QUERY_INTERRUPTED = 1317;
+
+const RECONNECT: RetryPolicy = { kind: 'exponential', baseMs: 100, factor: 2, maxMs: 5_000, jitter: 'equal' };
+
+/** The marker a parked connection's statement carries: no other statement contains it (the listing builds it with CONCAT). */
+const marker = (prefix: string): string => `[leasehold wake ${prefix}]`;
+
+const SQL = {
+  park: (prefix: string): string => `-- leasehold park: sleep until an enqueue interrupts it (${marker(prefix)})
+    SELECT SLEEP(?) AS slept`,
+  parked: `-- leasehold parkedConnections: the connections parked for wake-ups on this database's tables
+    SELECT ID AS id FROM information_schema.PROCESSLIST
+    WHERE DB = DATABASE() AND ID <> CONNECTION_ID() AND INSTR(INFO, CONCAT('[leasehold', ' wake ', ?, ']')) > 0`,
+  kill: `-- leasehold wake: interrupt a parked connection's sleep
+    KILL QUERY ?`,
+  connectionId: `-- leasehold connectionId: this connection's id, to tell our own parked connection apart
+    SELECT CONNECTION_ID() AS id`,
+};
+
+/** One storage's wake-ups: the parked connection of its subscribers, and the KILLs its enqueues send. */
+export class MysqlWakeups {
+  private readonly subscribers = new Set<() => void>();
+  private readonly backoff = new Backoff(RECONNECT);
+  private conn: Leased | null = null;
+  private connId: number | null = null;
+  private parking: Promise<void> | null = null;
+  /** parked connections known to this storage's enqueues, and when the process list was last read */
+  private readonly known = new Set<number>();
+  private listedAt = -Infinity;
+  private listing: Promise<void> | null = null;
+  /** per parked connection: a KILL in flight, and whether another commit wants one after it */
+  private readonly killing = new Map<number, { again: boolean }>();
+  private readonly sending = new Set<Promise<void>>();
+  private stopped = false;
+  /** resolves the first subscribe once the first sleep is sent */
+  private onParked: () => void = () => {};
+
+  constructor(private readonly db: Db) {}
+
+  /** Add a subscriber; the first parks a connection. Resolves, to its unsubscribe, once the first sleep is sent (or parking failed and is retried). */
+  async subscribe(onWake: () => void): Promise<() => Promise<void>> {
+    this.stopped = false;
+    this.subscribers.add(onWake);
+    if (!this.parking) {
+      const parked = new Promise<void>((r) => (this.onParked = r));
+      this.parking = this.park();
+      await parked;
+    }
+    return async () => {
+      this.subscribers.delete(onWake);
+      if (this.subscribers.size === 0) await this.unpark();
+    };
+  }
+
+  /** After a commit that made jobs due: wake the parked connections (not waited for; errors are the poll's to cover). */
+  jobsDue(): void {
+    if (this.stopped) return;
+    const p = this.sendWakes().catch(() => {});
+    this.sending.add(p);
+    void p.finally(() => this.sending.delete(p));
+  }
+
+  /** Unpark, and let the wakes still being sent go out (an enqueue just before close must wake); nothing is sent after. */
+  async stop(): Promise<void> {
+    this.subscribers.clear();
+    await this.unpark();
+    await Promise.all(this.sending);
+    this.stopped = true;
+  }
+
+  private async park(): Promise<void> {
+    let everParked = false;
+    while (this.subscribers.size > 0) {
+      try {
+        this.conn ??= await this.db.pool.getConnection();
+        const [row] = await run<{ id: string }[]>(this.conn, SQL.connectionId);
+        this.connId = Number(row?.id);
+        if (everParked) this.wakeAll(); // back after a lost connection: catch up on what we missed
+        everParked = true;
+        this.backoff.reset();
+        while (this.subscribers.size > 0) {
+          const sleep = run<{ slept: number | string }[]>(this.conn, SQL.park(this.db.prefix), [PARK_SECONDS]);
+          this.onParked();
+          const [r] = await sleep.catch((e: unknown) => {
+            if ((e as { errno?: unknown }).errno === ER_QUERY_INTERRUPTED) return [{ slept: 1 }];
+            throw e;
+          });
+          if (Number(r?.slept) === 1 && this.subscribers.size > 0) this.wakeAll();
+        }
+      } catch {
+        this.onParked();
+        this.conn?.destroy();
+        this.conn = null;
+        this.connId = null;
+        if (this.subscribers.size > 0) await new Promise((r) => setTimeout(r, this.backoff.next()).unref());
+      }
+    }
+    this.connId = null;
+    // closed, not handed back: its id stays ours (see the top of this file)
+    this.conn?.destroy();
+    this.conn = null;
+  }
+
+  /** Interrupt our own sleep and close the parked connection. */
+  private async unpark(): Promise<void> {
+    const parking = this.parking;
+    if (!parking) return;
+    this.subscribers.clear();
+    const id = this.connId;
+    if (id !== null) await run(this.db.pool, SQL.kill, [id]).catch(() => this.conn?.destroy());
+    await parking;
+    this.parking = null;
+  }
+
+  private wakeAll(): void {
+    for (const fn of this.subscribers) {
+      try {
+        fn();
+      } catch {
+        // a subscriber's failure is its own; the others still wake
+      }
+    }
+  }
+
+  private async sendWakes(): Promise<void> {
+    const first = [...this.known].filter((id) => id !== this.connId).map((id) => this.kill(id));
+    // the list is read beside the KILLs, not before them: a connection it adds is woken after it
+    if (performance.now() - this.listedAt >= LIST_TTL_MS) this.listing ??= this.list().finally(() => (this.listing = null));
+    await Promise.all([...first, this.listing]);
+  }
+
+  /** Read the process list; wake the parked connections not known before. */
+  private async list(): Promise<void> {
+    this.listedAt = performance.now();
+    const rows = await run<{ id: string | number }[]>(this.db.pool, SQL.parked, [this.db.prefix]);
+    const added = rows.map((r) => Number(r.id)).filter((id) => !this.known.has(id) && id !== this.connId);
+    for (const id of added) this.known.add(id);
+    await Promise.all(added.map((id) => this.kill(id)));
+  }
+
+  /** One KILL in flight per connection; a commit meanwhile sends one more after it, so every commit is followed by a KILL sent after it. */
+  private async kill(id: number): Promise<void> {
+    const k = this.killing.get(id);
+    if (k) {
+      k.again = true;
+      return;
+    }
+    const state = { again: true };
+    this.killing.set(id, state);
+    try {
+      while (state.again) {
+        state.again = false;
+        // gone (ER_NO_SUCH_THREAD), or not ours: a later list adds it again if it is parked
+        await run(this.db.pool, SQL.kill, [id]).catch(() => this.known.delete(id));
+      }
+    } finally {
+      this.killing.delete(id);
+    }
+  }
+}
+
+const byDb = new WeakMap<Db, MysqlWakeups>();
+
+/** The wake-ups of the storage over `db`: its subscribe and its jobs' inserts share them. */
+export function wakeupsOf(db: Db): MysqlWakeups {
+  let w = byDb.get(db);
+  if (!w) byDb.set(db, (w = new MysqlWakeups(db)));
+  return w;
+}
+
+/** Whether an insert made a job due at once (a new row, run_at not in the future). */
+export function madeDue(results: readonly InsertResult[]): boolean {
+  return results.some((r) => r.created && r.job.runAt.getTime() <= r.job.createdAt.getTime());
+}

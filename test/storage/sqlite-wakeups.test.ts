@@ -1,0 +1,70 @@
+/**
+ * SQLite wake-ups (wakeups.ts): an idle worker that polls once an hour still runs a job another
+ * process enqueues, because the watch on the database's files wakes it; the watch outlives a
+ * checkpoint that truncates the WAL; an in-memory database has nothing to watch.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { sqliteStorage } from '../../src/storage/sqlite/index.js';
+import { tempFiles } from './sqlite-support.js';
+import { enqueueElsewhere, idleWorker } from './wakeups-support.js';
+
+const tempFile = tempFiles();
+
+describe('sqlite wake-ups: a watch on the database files', { timeout: 120_000 }, () => {
+  it('a worker that never polls runs jobs enqueued by another process, also after a checkpoint truncated the WAL', async () => {
+    const file = tempFile();
+    const storage = sqliteStorage({ path: file });
+    await storage.migrate();
+    assert.equal(storage.capabilities.listenNotify, true);
+    const { worker, ran } = await idleWorker(storage, 'pushed');
+    try {
+      let next = ran();
+      await enqueueElsewhere(`sqlite:${file}`, 'pushed');
+      assert.equal(await next, 1);
+
+      const raw = new Database(file);
+      try {
+        const [cp] = raw.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+        assert.equal(cp?.busy, 0, 'the checkpoint ran');
+      } finally {
+        raw.close();
+      }
+      next = ran();
+      await enqueueElsewhere(`sqlite:${file}`, 'pushed');
+      assert.equal(await next, 2);
+    } finally {
+      await worker.stop({ deadlineMs: 5_000 });
+      await storage.close();
+    }
+  });
+
+  it('subscribe stops waking after unsubscribe; an in-memory database has no subscribe', async () => {
+    const file = tempFile();
+    const storage = sqliteStorage({ path: file });
+    await storage.migrate();
+    let wakes = 0;
+    let woken: () => void = () => {};
+    const unsubscribe = await storage.subscribe!({ onWake: () => {
+      wakes += 1;
+      woken();
+    } });
+    await new Promise<void>((r) => {
+      woken = r;
+      void enqueueElsewhere(`sqlite:${file}`, 'x');
+    });
+    await unsubscribe();
+    const after = wakes;
+    await enqueueElsewhere(`sqlite:${file}`, 'x');
+    // an event already read by the watch is delivered before the child's exit is
+    await new Promise((r) => setImmediate(r));
+    assert.equal(wakes, after, 'no wake-ups after unsubscribe');
+    await storage.close();
+
+    const memory = sqliteStorage({ path: ':memory:' });
+    assert.equal(memory.capabilities.listenNotify, false);
+    assert.equal(memory.subscribe, undefined);
+    await memory.close();
+  });
+});
