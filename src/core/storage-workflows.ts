@@ -26,6 +26,8 @@
  *   member not succeeded, enqueues its callback once: the spec's payload object plus
  *   `batch: { id, total, succeeded, dead, cancelled }`, idempotency key `leasehold:batch:<id>`.
  *   closeBatch of a batch with nothing pending does the same at once.
+ * - Retention: jobs.prune and diagnostics.prunable leave out a job while a job waiting for it
+ *   (status 'waiting', an edge from it) exists; prune deletes the edges of the jobs it deletes.
  */
 import type { JobRow, NewJob } from './storage-jobs.js';
 

@@ -30,6 +30,9 @@ export function settleBatch(db: MemoryDb, job: StoredJob, now: Date): void {
   completeBatch(db, b, now);
 }
 
+/** Retention keeps a job while a job of its workflow still waits for it. */
+export const heldByWaiting = (db: MemoryDb, j: StoredJob): boolean => (j.children ?? []).some((id) => db.jobs.get(id)?.status === 'waiting');
+
 /** A parent's finish, in the same step: a success releases its children, a death or cancel applies their policy. */
 export function settleChildren(db: MemoryDb, parent: StoredJob, now: Date): void {
   const waiting = (id: string) => {

@@ -10,6 +10,7 @@ import { type Db, run } from './db.js';
 import { MIGRATIONS } from './migrations.js';
 import { NOW, type Tables, micros } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
+import { notHeld } from './workflows.js';
 
 /**
  * Variables read with SHOW VARIABLES (this session's values); MariaDB before 11.1 names the
@@ -27,7 +28,7 @@ function diagnosticsSql(t: Tables) {
     variables: `-- leasehold diagnostics.variables: settings a guarantee depends on, as this session sees them
       SHOW VARIABLES WHERE Variable_name IN (?)`,
     prunable: `-- leasehold diagnostics.prunable: how many finished jobs of the listed statuses are past retention (what pruneCandidates would pick, without its limit)
-      SELECT COUNT(*) AS n FROM ${t.jobs} WHERE status IN (?) AND finished_at < ${NOW} - INTERVAL ? MICROSECOND`,
+      SELECT COUNT(*) AS n FROM ${t.jobs} WHERE status IN (?) AND finished_at < ${NOW} - INTERVAL ? MICROSECOND AND ${notHeld(t, t.jobs)}`,
   };
 }
 

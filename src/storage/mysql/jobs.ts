@@ -19,6 +19,7 @@ import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../.
 import { matchCount, searchPage } from '../search-pages.js';
 import { MysqlMatchReader } from './search.js';
 import { SqlAggregate } from '../aggregates.js';
+import { notHeld, workflowsSql } from './workflows.js';
 
 export function jobsSql(t: Tables) {
   return {
@@ -39,7 +40,7 @@ export function jobsSql(t: Tables) {
       WHERE id = ? AND status IN ('queued', 'failed', 'running')`,
     pruneCandidates: `-- leasehold pruneCandidates: lock finished jobs past retention, at most N
       SELECT id FROM ${t.jobs} FORCE INDEX (${t.jobs}_prune)
-      WHERE status IN (?) AND finished_at < ${NOW} - INTERVAL ? MICROSECOND ORDER BY finished_at, id LIMIT ? FOR UPDATE`,
+      WHERE status IN (?) AND finished_at < ${NOW} - INTERVAL ? MICROSECOND AND ${notHeld(t, t.jobs)} ORDER BY finished_at, id LIMIT ? FOR UPDATE`,
     pruneAttempts: `-- leasehold pruneAttempts: delete the attempt history of pruned jobs
       DELETE FROM ${t.attempts} WHERE job_id IN (?)`,
     pruneEvents: `-- leasehold pruneEvents: delete the events of pruned jobs
@@ -179,6 +180,7 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
       const ids = rows.map((r) => BigInt(String(r.id)));
       await exec(c, this.sql.pruneAttempts, [ids]);
       await exec(c, this.sql.pruneEvents, [ids]);
+      await exec(c, workflowsSql(this.db.t).forgetEdges, [ids, ids]);
       return (await exec(c, this.sql.pruneJobs, [ids])).affectedRows;
     }, true);
   }

@@ -46,8 +46,14 @@ export const WORKFLOW_TABLES: readonly string[] = [
       )`,
 ];
 
+/** Retention keeps a job while a job of its workflow still waits for it (`j`: the jobs row's alias). */
+export const notHeld = (t: Tables, j: string): string =>
+  `(${j}.dependents IS NULL OR NOT EXISTS (SELECT 1 FROM ${t.dependencies} d JOIN ${t.jobs} c ON c.id = d.child_id WHERE d.parent_id = ${j}.id AND c.status = 'waiting'))`;
+
 export function workflowsSql(t: Tables) {
   return {
+    forgetEdges: `-- leasehold pruneJobs (workflow): the edges of the jobs deleted, as parent and as child
+      DELETE FROM ${t.dependencies} WHERE parent_id IN (?) OR child_id IN (?)`,
     progress: `-- leasehold progress: record a running attempt's progress, only under its lease (id + token + running)
       UPDATE ${t.jobs} SET progress = ?, progress_note = ?, progress_at = ${NOW}, updated_at = ${NOW}
       WHERE id = ? AND lease_token = ? AND status = 'running'`,

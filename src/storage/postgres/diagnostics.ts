@@ -10,6 +10,7 @@ import { type Db } from './db.js';
 import { MIGRATIONS } from './migrations.js';
 import { NOW, ms } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
+import { notHeld } from './workflows.js';
 
 /** Settings read from pg_settings; the rules that judge them are in core/doctor-settings.ts. */
 const SETTINGS = ['fsync', 'synchronous_commit', 'full_page_writes', 'default_transaction_isolation', 'default_transaction_read_only'];
@@ -36,7 +37,7 @@ UNION ALL SELECT 'in_recovery', CASE WHEN pg_is_in_recovery() THEN 'on' ELSE 'of
 
     /** $1 statuses, $2 age in ms */
     prunable: `-- leasehold diagnostics.prunable: how many finished jobs of the listed statuses finished more than $2 ms ago (what pruneJobs would delete, without its limit)
-SELECT count(*)::float8 AS n FROM ${s}.jobs WHERE finished_at < ${NOW} - ${ms('$2::float8')} AND status = ANY($1::text[])`,
+SELECT count(*)::float8 AS n FROM ${s}.jobs v WHERE finished_at < ${NOW} - ${ms('$2::float8')} AND status = ANY($1::text[]) AND ${notHeld(s, 'v')}`,
   };
 }
 

@@ -19,6 +19,7 @@ import { SqlAggregate } from '../aggregates.js';
 import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../../core/search.js';
 import { matchCount, searchPage } from '../search-pages.js';
 import { PostgresMatchReader } from './search.js';
+import { notHeld } from './workflows.js';
 
 export function jobsSql(s: string) {
   return {
@@ -81,8 +82,8 @@ SELECT false, ${jobColumns('j')} FROM ${s}.jobs j WHERE j.id = $1::bigint AND NO
     /** $1 statuses, $2 older than ms, $3 limit; attempts and events go with their jobs */
     prune: `-- leasehold pruneJobs: delete up to $3 finished jobs of the listed statuses finished more than $2 ms ago, and their attempts and events
 WITH victims AS (
-  SELECT id FROM ${s}.jobs
-  WHERE finished_at < ${NOW} - ${ms('$2::float8')} AND status = ANY($1::text[])
+  SELECT id FROM ${s}.jobs v
+  WHERE finished_at < ${NOW} - ${ms('$2::float8')} AND status = ANY($1::text[]) AND ${notHeld(s, 'v')}
   ORDER BY finished_at
   LIMIT $3::int
   FOR UPDATE SKIP LOCKED
@@ -92,6 +93,10 @@ WITH victims AS (
   DELETE FROM ${s}.job_attempts a USING gone g WHERE a.job_id = g.id
 ), events AS (
   DELETE FROM ${s}.job_events e USING gone g WHERE e.job_id = g.id
+), edges AS (
+  DELETE FROM ${s}.job_dependencies d USING gone g WHERE d.parent_id = g.id
+), edges_in AS (
+  DELETE FROM ${s}.job_dependencies d USING gone g WHERE d.child_id = g.id
 )
 SELECT count(*)::int AS n FROM gone`,
   };

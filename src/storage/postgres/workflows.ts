@@ -16,6 +16,10 @@ export const WORKFLOW_JOB_COLUMNS = `,
   parent_policy    text CHECK (parent_policy IN ('cancel','hold')),
   batch_id         bigint`;
 
+/** Retention keeps a job while a job of its workflow still waits for it (`j`: the jobs row's alias). */
+export const notHeld = (s: string, j: string): string =>
+  `(${j}.dependents IS NULL OR NOT EXISTS (SELECT 1 FROM ${s}.job_dependencies d JOIN ${s}.jobs c ON c.id = d.child_id WHERE d.parent_id = ${j}.id AND c.status = 'waiting'))`;
+
 /** The workflow tables and indexes, in the baseline migration. */
 export const workflowTables = (s: string): string => `
 -- job_dependencies: a workflow's edges, written with its jobs; a parent's finish reads its children by the primary key

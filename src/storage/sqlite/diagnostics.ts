@@ -10,6 +10,7 @@ import type { DiagnosticsStore, IndexFact, PrunableQuery, SettingFact, StorageFa
 import type { SqliteDb } from './db.js';
 import { MIGRATIONS } from './migrations.js';
 import { withPrefix } from './sql.js';
+import { notHeld } from './workflows.js';
 
 const DIAG_SQL = {
   indexes: `-- leasehold diagnostics.indexes: the indexes the file holds on this prefix's tables
@@ -18,7 +19,7 @@ const DIAG_SQL = {
     SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, @n) = @prefix ORDER BY name`,
   prunable: `-- leasehold diagnostics.prunable: how many finished jobs of the listed statuses are older than @cutoff (what jobs.prune would delete, without its limit)
     SELECT count(*) AS n FROM {p}jobs
-    WHERE finished_at < @cutoff AND status IN (SELECT value FROM json_each(@statuses))`,
+    WHERE finished_at < @cutoff AND status IN (SELECT value FROM json_each(@statuses)) AND ${notHeld('{p}jobs')}`,
 } as const;
 
 /** `SELECT count(*)` of one of our tables (a name read from sqlite_master under our prefix, quoted). */

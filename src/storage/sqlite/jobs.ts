@@ -14,13 +14,14 @@ import { insertJobs, insertJobsOn } from './insert.js';
 import { type AdminResult, cancelRow, deleteJobs, retryRow } from './operator.js';
 import { toJobRow, toSqlId } from './sql.js';
 import type { SqlJob } from './sql.js';
+import { FORGET_EDGES, notHeld } from './workflows.js';
 
 const JOB_SQL = {
   get: `-- leasehold jobs.get: one job by id
     SELECT * FROM {p}jobs WHERE id = ?`,
   pruneIds: `-- leasehold jobs.pruneIds: ids of finished jobs past retention, oldest first, at most @limit
     SELECT id FROM {p}jobs
-    WHERE finished_at < @cutoff AND status IN (SELECT value FROM json_each(@statuses))
+    WHERE finished_at < @cutoff AND status IN (SELECT value FROM json_each(@statuses)) AND ${notHeld('{p}jobs')}
     ORDER BY finished_at, id LIMIT @limit`,
 } as const;
 
@@ -113,6 +114,7 @@ export class SqliteJobs implements JobStore, SyncJobInsert {
     const cutoff = db.now() - p.olderThanMs;
     return db.write(() => {
       const ids = (db.stmt(JOB_SQL.pruneIds).all({ cutoff, statuses: JSON.stringify(p.statuses), limit: p.limit }) as { id: number }[]).map((r) => r.id);
+      if (ids.length > 0) db.stmt(FORGET_EDGES).run({ ids: JSON.stringify(ids) });
       return deleteJobs(db, ids);
     });
   }

@@ -15,6 +15,14 @@ export const WORKFLOW_JOB_COLUMNS = `,
   parent_policy   TEXT    CHECK (parent_policy IN ('cancel','hold')),
   batch_id        INTEGER`;
 
+/** Retention keeps a job while a job of its workflow still waits for it (`j`: the jobs row's name). */
+export const notHeld = (j: string): string =>
+  `(${j}.dependents IS NULL OR NOT EXISTS (SELECT 1 FROM {p}job_dependencies d JOIN {p}jobs c ON c.id = d.child_id WHERE d.parent_id = ${j}.id AND c.status = 'waiting'))`;
+
+/** The edges of deleted jobs go with them: a pruned parent's and a pruned child's. */
+export const FORGET_EDGES = `-- leasehold jobs.prune (workflow): the edges of the jobs deleted
+    DELETE FROM {p}job_dependencies WHERE parent_id IN (SELECT value FROM json_each(@ids)) OR child_id IN (SELECT value FROM json_each(@ids))`;
+
 /** The workflow tables and indexes, in the baseline migration. */
 export const WORKFLOW_TABLES = `
 -- job_dependencies: a workflow's edges, written with its jobs; a parent's finish reads its children by the primary key
