@@ -30,7 +30,7 @@
 
 // Job types
 export { defineJob } from './runtime/job-definition.js';
-export type { AnyJobDefinition, JobContext, JobDefinition, JobHandler } from './runtime/job-definition.js';
+export type { AnyJobDefinition, JobContext, JobDefinition, JobHandler, ParentResult } from './runtime/job-definition.js';
 export { cancel, fail, snooze } from './core/outcome.js';
 export type { JobOutcome } from './core/outcome.js';
 export type { RetryPolicy, Jitter } from './core/retry.js';

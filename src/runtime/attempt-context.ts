@@ -9,11 +9,11 @@
  * this attempt, as before.
  */
 import { retrying } from '../core/backoff.js';
-import { LeaseLostError, LeaseholdError, NotSupportedError, type RetryPolicy, validateEffectKey } from '../core/index.js';
+import { FLOW_LIMITS, LeaseLostError, LeaseholdError, NotSupportedError, type RetryPolicy, validateEffectKey } from '../core/index.js';
 import type { ClaimedJob, EffectRecord, Storage } from '../core/storage.js';
 import type { Logger } from './env.js';
 import type { EffectBatcher } from './effect-batcher.js';
-import type { JobContext } from './job-definition.js';
+import type { JobContext, ParentResult } from './job-definition.js';
 import type { ProgressReporter } from './attempt-progress.js';
 
 /** What the context needs from its attempt. */
@@ -45,6 +45,7 @@ export class AttemptContext implements JobContext {
   #once: (<T>(key: string, fn: () => T | Promise<T>) => Promise<T>) | undefined;
   #succeed: ((tx: unknown) => Promise<void>) | undefined;
   #progress: ((value: unknown, note?: string) => void) | undefined;
+  #parents: (() => Promise<ParentResult[]>) | undefined;
 
   constructor(readonly host: ContextHost) {}
 
@@ -79,6 +80,10 @@ export class AttemptContext implements JobContext {
     });
   }
 
+  get parents(): () => Promise<ParentResult[]> {
+    return (this.#parents ??= () => parentsOf(this.host.storage, this.host.job.id));
+  }
+
   get succeedInTransaction(): (tx: unknown) => Promise<void> {
     return (this.#succeed ??= (tx) => succeedInTransaction(this.host, tx));
   }
@@ -87,6 +92,13 @@ export class AttemptContext implements JobContext {
 async function heartbeat(host: ContextHost): Promise<void> {
   host.progress();
   if (!(await host.renew())) throw new LeaseLostError(host.job.id, 'heartbeat');
+}
+
+/** The parents of a workflow job with their results: its edges, then each parent's row. */
+async function parentsOf(storage: Storage, jobId: string): Promise<ParentResult[]> {
+  const { parents } = await storage.workflows.dependencies({ jobId, limit: FLOW_LIMITS.parents });
+  const rows = await Promise.all(parents.map((id) => storage.jobs.get({ id })));
+  return rows.flatMap((j) => (j ? [{ id: j.id, type: j.type, result: j.result }] : []));
 }
 
 async function succeedInTransaction(host: ContextHost, tx: unknown): Promise<void> {

@@ -41,8 +41,23 @@ export interface JobContext {
    * `ValidationError` (INVALID_PROGRESS) for a value that is not JSON or too large.
    */
   progress(value: unknown, note?: string): void;
+  /**
+   * A workflow job's parents (the jobs it ran after, all succeeded), in id order, each with its
+   * result (undefined when it returned none); [] for a job outside a workflow.
+   */
+  parents(): Promise<ParentResult[]>;
   /** A child of the worker's logger carrying the job's id, type and attempt. */
   readonly log: Logger;
+}
+
+/** A parent of a workflow job, as `ctx.parents()` gives it. */
+export interface ParentResult {
+  /** the parent's id */
+  id: string;
+  /** its job type */
+  type: string;
+  /** what its handler returned (as stored: parsed JSON), or undefined */
+  result: unknown;
 }
 
 /**

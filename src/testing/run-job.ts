@@ -19,7 +19,7 @@ import {
 import type { ClaimedJob } from '../core/storage.js';
 import { classify, classifyError } from '../runtime/attempt-report.js';
 import type { Logger } from '../runtime/env.js';
-import type { JobContext, JobDefinition } from '../runtime/job-definition.js';
+import type { JobContext, JobDefinition, ParentResult } from '../runtime/job-definition.js';
 import { validateWithSchema } from '../runtime/job-definition.js';
 
 /** Options for `runJob`: the context the handler runs in. */
@@ -34,6 +34,8 @@ export interface RunJobOptions {
   effects?: Readonly<Record<string, unknown>>;
   /** the lease is gone: `ctx.heartbeat()`, `ctx.once()` and `ctx.succeedInTransaction()` throw `LeaseLostError` */
   leaseLost?: boolean;
+  /** what `ctx.parents()` answers: the workflow parents and their results (default none) */
+  parents?: readonly ParentResult[];
   /** `ctx.log` (default: a silent logger) */
   logger?: Logger;
   /** the retry policy's jitter (default Math.random) */
@@ -96,6 +98,7 @@ class FakeContext implements JobContext {
     readonly log: Logger,
     effects: Readonly<Record<string, unknown>>,
     private readonly leaseLost: boolean,
+    private readonly parentResults: readonly ParentResult[],
   ) {
     this.effects = { ...effects };
   }
@@ -136,6 +139,11 @@ class FakeContext implements JobContext {
     this.reports.push({ value: JSON.parse(v.json) as unknown, note: v.note });
   };
 
+  parents = async (): Promise<ParentResult[]> => {
+    this.#check('parents');
+    return this.parentResults.map((p) => ({ ...p }));
+  };
+
   succeedInTransaction = async (tx: unknown): Promise<void> => {
     this.#check('completion');
     this.txs.push(tx);
@@ -172,7 +180,7 @@ function claimedJob(def: JobDefinition<unknown>, payload: unknown, opts: RunJobO
 export async function runJob<P, T extends string, I>(def: JobDefinition<P, T, I>, payload: NoInfer<I>, opts: RunJobOptions = {}): Promise<JobRun> {
   const d = def as JobDefinition<unknown>;
   const job = claimedJob(d, payload, opts);
-  const ctx = new FakeContext(job, opts.signal ?? new AbortController().signal, opts.logger ?? pino({ level: 'silent' }), opts.effects ?? {}, opts.leaseLost ?? false);
+  const ctx = new FakeContext(job, opts.signal ?? new AbortController().signal, opts.logger ?? pino({ level: 'silent' }), opts.effects ?? {}, opts.leaseLost ?? false, opts.parents ?? []);
   let result: AttemptResult;
   let value: unknown;
   let error: unknown;

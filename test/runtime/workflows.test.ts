@@ -35,6 +35,20 @@ await describeEachKind('client.enqueueFlow', STORAGE_KINDS, (kind) => {
     }
   });
 
+  test("ctx.parents(): a child reads the results of the jobs it ran after; a job outside a workflow has none", async () => {
+    const gather = defineJob({ type: 'wf-gather', handler: async (_p: unknown, ctx) => (await ctx.parents()).map((p) => [p.type, p.result]) });
+    const { client } = await h.serve([step, gather]);
+    const jobs = await client.enqueueFlow([
+      { key: 'a', type: 'wf-step', payload: { name: 'a' } },
+      { key: 'b', type: 'wf-step', payload: { name: 'b' } },
+      { key: 'sum', type: 'wf-gather', payload: {}, dependsOn: ['b', 'a'] },
+    ]);
+    const done = await h.waitStatus(jobs.sum!.id, 'succeeded', 10_000);
+    assert.deepEqual(done.result, [['wf-step', { done: 'a' }], ['wf-step', { done: 'b' }]], 'in id order, with their results');
+    const alone = await client.enqueue('wf-gather', {});
+    assert.deepEqual((await h.waitStatus(alone.id, 'succeeded')).result, []);
+  });
+
   test('a cycle, an unknown key or a bad item: a ValidationError and nothing written', async () => {
     const client = h.clientWith([step]);
     const before = (await h.storage.jobs.list({ type: 'wf-step', limit: 1_000 })).length;
