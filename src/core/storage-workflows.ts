@@ -21,7 +21,8 @@
  *   with `batchId` inserts members (batch_id set) and adds them to the batch's total and pending
  *   in the same transaction, only while it is open (else it inserts nothing and returns []).
  *   leases.finish, in the same transaction: a member that becomes succeeded, dead or cancelled
- *   takes one off pending and adds to that count (batch rows locked in id order). A closed batch
+ *   (itself, or as a waiting descendant the finish cancels) takes one off pending and adds to
+ *   that count (batch rows locked in id order). A closed batch
  *   (workflows.closeBatch) whose pending reaches 0 becomes done and, unless onSuccessOnly with a
  *   member not succeeded, enqueues its callback once: the spec's payload object plus
  *   `batch: { id, total, succeeded, dead, cancelled }`, idempotency key `leasehold:batch:<id>`.

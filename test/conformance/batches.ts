@@ -88,6 +88,21 @@ export function batchTests(h: ConformanceHarness): void {
       assert.equal((await callbacks(s, ok.cbType)).length, 1);
     });
 
+    it("a workflow in a batch: the jobs a dead parent cancels count as the batch's cancelled members", async () => {
+      const s = db.storage;
+      const type = uniq('flow-member');
+      const cbType = uniq('callback');
+      const b = await s.workflows.createBatch({ callback: newJob(cbType, { payload: {} }), onSuccessOnly: false });
+      const job = (parents: number[]): FlowJob => ({ ...newJob(type), parents });
+      await s.workflows.insertFlow({ jobs: [job([]), job([0]), job([0]), job([1, 2])], onParentFailure: 'cancel', batchId: b.id });
+      await s.workflows.closeBatch({ batchId: b.id });
+      const [root] = await claimAll(s, type, 4);
+      await s.leases.finish({ items: [end(root!, 'dead')] });
+      const done = (await s.workflows.getBatch({ batchId: b.id }))!;
+      assert.deepEqual([done.state, done.pending, done.succeeded, done.dead, done.cancelled], ['done', 0, 0, 1, 3]);
+      assert.deepEqual((await callbacks(s, cbType)).map((j) => (j.payload as { batch: unknown }).batch), [{ id: b.id, total: 4, succeeded: 0, dead: 1, cancelled: 3 }]);
+    });
+
     it('the last members finishing at once on several connections enqueue the callback exactly once', async () => {
       const stores = [db.storage, ...(await Promise.all(Array.from({ length: 3 }, () => db.connectAnother())))];
       for (let round = 0; round < 4; round++) {

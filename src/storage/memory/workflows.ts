@@ -57,6 +57,7 @@ export function settleChildren(db: MemoryDb, parent: StoredJob, now: Date): void
     const c = waiting(id);
     if (!c || c.parentPolicy !== 'cancel') continue;
     Object.assign(c, { status: 'cancelled', finishedAt: now, updatedAt: now, lastErrorCode: 'PARENT_FAILED', lastError: message });
+    if (c.batchId !== undefined) settleBatch(db, c, now);
     stack.push(...(c.children ?? []));
   }
 }

@@ -253,7 +253,7 @@ async function finishOn(c: Queryable, sql: LeasesSql, items: readonly FinishPara
   const now = String(rows[0]!.db_now);
   const jobStmts = jobStatements(sql, landing, now);
   const landed = landing.map((l) => ({ id: l.id, result: items[l.index]!.result }));
-  const settled = parents.length > 0 ? await settleChildren(c, sql.workflows, parents, now) : [];
+  const settled = parents.length > 0 ? await settleChildren(c, sql.workflows, parents, now, (batchId) => members.push({ batchId, status: 'cancelled' })) : [];
   if (members.length > 0) settled.push(...(await settleBatches(c, sql.workflows, members, now)));
   const done = await runLast(c, [...jobStmts, attemptStatement(sql, landing, now), ...resultsStatement(sql.workflows, landed), ...settled]);
   const finished = done.slice(0, jobStmts.length).reduce((n: number, r) => n + (r as ResultHeader).affectedRows, 0);

@@ -91,7 +91,7 @@ export function workflowsSql(t: Tables) {
     children: `-- leasehold finishJobs (workflow): the children of these parents
       SELECT parent_id, child_id FROM ${t.dependencies} WHERE parent_id IN (?)`,
     lockChildren: `-- leasehold finishJobs (workflow): lock these children in id order and read what waits
-      SELECT j.id, j.status, j.pending_parents, j.parent_policy
+      SELECT j.id, j.status, j.pending_parents, j.parent_policy, j.batch_id
       FROM JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS v STRAIGHT_JOIN ${t.jobs} j FORCE INDEX (PRIMARY) ON j.id = v.id FOR UPDATE`,
     release: `-- leasehold finishJobs (workflow): a waiting child has fewer parents to wait for; at none it is due, no earlier than the finish's now
       UPDATE ${t.jobs} SET pending_parents = ?, status = IF(? <= 0, 'queued', 'waiting'),
@@ -145,7 +145,11 @@ export async function settleBatches(c: Queryable, sql: WorkflowsSql, members: re
  * 'cancel'. Children are locked in id order before they are read; returns the writes, sent with
  * the finish's COMMIT.
  */
-export async function settleChildren(c: Queryable, sql: WorkflowsSql, parents: readonly { id: bigint; status: FinishParams['status'] }[], now: string): Promise<Stmt[]> {
+export async function settleChildren(
+  c: Queryable, sql: WorkflowsSql, parents: readonly { id: bigint; status: FinishParams['status'] }[], now: string,
+  /** told of each batch member it cancels, so the batch counts it */
+  cancelledMember: (batchId: bigint) => void,
+): Promise<Stmt[]> {
   const released = new Map<bigint, number>();
   const doomed = new Map<bigint, string>();
   let frontier = parents.filter((p) => p.status === 'dead' || p.status === 'cancelled').map((p) => ({ id: p.id, why: `job ${p.id} it depends on ended ${p.status}` }));
@@ -170,7 +174,10 @@ export async function settleChildren(c: Queryable, sql: WorkflowsSql, parents: r
   return rows.flatMap((r): Stmt[] => {
     const id = BigInt(String(r.id));
     if (r.status !== 'waiting') return [];
-    if (doomed.has(id) && r.parent_policy === 'cancel') return [{ sql: sql.doom, values: [now, now, doomed.get(id), id] }];
+    if (doomed.has(id) && r.parent_policy === 'cancel') {
+      if (r.batch_id !== null) cancelledMember(BigInt(String(r.batch_id)));
+      return [{ sql: sql.doom, values: [now, now, doomed.get(id), id] }];
+    }
     const n = released.get(id);
     if (n === undefined) return [];
     const left = Number(r.pending_parents) - n;

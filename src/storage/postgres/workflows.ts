@@ -71,9 +71,11 @@ const fireSql = (s: string, from: string): string => `INSERT INTO ${s}.jobs (que
  * after the update means it became done now.
  */
 export const settleBatchesSql = (s: string): string => `, members AS (
+  -- the landed jobs that ended, and the waiting jobs settleChildrenSql cancelled with them
   SELECT u.batch_id AS id, count(*)::int AS n, count(*) FILTER (WHERE u.status = 'succeeded')::int AS ok,
          count(*) FILTER (WHERE u.status = 'dead')::int AS dead, count(*) FILTER (WHERE u.status = 'cancelled')::int AS cancelled
-  FROM upd u WHERE u.batch_id IS NOT NULL AND u.status IN ('succeeded','dead','cancelled')
+  FROM (SELECT batch_id, status FROM upd UNION ALL SELECT batch_id, status FROM settled WHERE status = 'cancelled') u
+  WHERE u.batch_id IS NOT NULL AND u.status IN ('succeeded','dead','cancelled')
   GROUP BY u.batch_id
 ), batch_locks AS (
   SELECT b.id FROM ${s}.batches b WHERE b.id = ANY (ARRAY(SELECT id FROM members)) ORDER BY b.id FOR UPDATE
@@ -132,7 +134,7 @@ export const settleChildrenSql = (s: string): string => `, released AS (
       updated_at = ${NOW}
   FROM settle k
   WHERE c.id = ANY (ARRAY(SELECT id FROM settle)) AND c.id = k.id
-  RETURNING c.status, c.run_at
+  RETURNING c.status, c.run_at, c.batch_id
 )`;
 
 function workflowsSql(s: string) {

@@ -208,7 +208,7 @@ export class SqliteLeases implements LeaseStore {
           f.status, now, f.runAfterMs ?? null, f.uncountAttempt ? 1 : 0, hasError, e?.code ?? null, hasError, e?.message ?? null,
           TERMINAL.has(f.status) ? now : null, now, f.result ?? null, id, f.leaseToken, expiredOnly, now,
         ) as [dependents: number | null, batchId: number | null] | undefined;
-        if (landed?.[0] != null) settleChildren(db, id, f.status, now);
+        if (landed?.[0] != null) settleChildren(db, id, f.status, now, (tally ??= new BatchTally()));
         if (landed?.[1] != null) (tally ??= new BatchTally()).add(landed[1], f.status);
         return { id: f.id, applied: landed !== undefined };
       });

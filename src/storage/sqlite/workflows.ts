@@ -97,7 +97,8 @@ const WORKFLOW_SQL = {
       UNION SELECT d.child_id FROM {p}job_dependencies d JOIN doomed x ON d.parent_id = x.id
     )
     UPDATE {p}jobs SET status = 'cancelled', finished_at = @now, updated_at = @now, last_error_code = 'PARENT_FAILED', last_error = @message
-    WHERE status = 'waiting' AND parent_policy = 'cancel' AND id IN (SELECT id FROM doomed)`,
+    WHERE status = 'waiting' AND parent_policy = 'cancel' AND id IN (SELECT id FROM doomed)
+    RETURNING batch_id`,
 } as const;
 
 interface SqlBatch { id: number; state: string; on_success_only: number; total: number; succeeded: number; dead: number; cancelled: number; callback: string; callback_type: string }
@@ -136,10 +137,13 @@ export class BatchTally {
   }
 }
 
-/** A parent's finish, inside its write transaction: a success releases its children, a death or cancel applies their policy. */
-export function settleChildren(db: SqliteDb, id: number, status: string, now: number): void {
+/** A parent's finish, inside its write transaction: a success releases its children, a death or cancel applies their policy (batch members it cancels counted in `tally`). */
+export function settleChildren(db: SqliteDb, id: number, status: string, now: number, tally: BatchTally): void {
   if (status === 'succeeded') db.stmt(WORKFLOW_SQL.release).run({ id, now });
-  else if (status === 'dead' || status === 'cancelled') db.stmt(WORKFLOW_SQL.doom).run({ id, now, message: `job ${id} it depends on ended ${status}` });
+  else if (status === 'dead' || status === 'cancelled') {
+    const cancelled = db.stmt(WORKFLOW_SQL.doom).all({ id, now, message: `job ${id} it depends on ended ${status}` }) as { batch_id: number | null }[];
+    for (const c of cancelled) if (c.batch_id !== null) tally.add(c.batch_id, 'cancelled');
+  }
 }
 
 export class SqliteWorkflows implements WorkflowStore {
