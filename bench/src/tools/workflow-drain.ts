@@ -7,6 +7,7 @@
  * FlowProducer tree 10 deep (a parent runs after its child), the fan-out as one parent with
  * `fanout` children. Each case on a fresh schema (bench_h25_wf) or key prefix; enqueue not timed.
  * Prints jobs/s per case, median (min–max), and each case's ratio to its plain jobs.
+ * BENCH_POLL_MS sets leasehold's worker poll interval (default the worker's own).
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -56,7 +57,7 @@ async function leasehold(enqueue: (client: LhClient) => Promise<void>, expected:
   const defs = [lh.defineJob({ type: 'step', handler: count }), lh.defineJob({ type: 'done', handler: count })];
   await enqueue(lh.createClient({ storage, jobs: defs }));
   const t0 = performance.now();
-  const w = new lh.Worker({ storage, jobs: defs, concurrency: C });
+  const w = new lh.Worker({ storage, jobs: defs, concurrency: C, ...(process.env.BENCH_POLL_MS ? { pollIntervalMs: Number(process.env.BENCH_POLL_MS) } : {}) });
   await w.start();
   await all;
   const ms = performance.now() - t0;
