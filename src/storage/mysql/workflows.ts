@@ -62,10 +62,11 @@ export function workflowsSql(t: Tables) {
       UPDATE JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$.i', result LONGTEXT PATH '$.r')) AS v
         STRAIGHT_JOIN ${t.jobs} j FORCE INDEX (PRIMARY) ON j.id = v.id
       SET j.result = v.result`,
-    insertJob: `-- leasehold insertFlow: one job of a workflow, waiting when it has parents
+    // a "simple insert": its auto-increment ids are consecutive (insert.ts relies on it too)
+    insertJobs: (n: number): string => `-- leasehold insertFlow: ${n} job(s) of a workflow, those with parents waiting
       INSERT INTO ${t.jobs} (queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms,
         created_at, updated_at, trace_context, concurrency_key, pending_parents, dependents, parent_policy, batch_id)
-      VALUES (?, ?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW} + INTERVAL ? MICROSECOND), 0, ?, ?, ?, ${NOW}, ${NOW}, ?, ?, ?, ?, ?, ?)`,
+      VALUES ${Array<string>(n).fill(`(?, ?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW} + INTERVAL ? MICROSECOND), 0, ?, ?, ?, ${NOW}, ${NOW}, ?, ?, ?, ?, ?, ?)`).join(', ')}`,
     join: `-- leasehold insertFlow: an open batch counts the members added to it
       UPDATE ${t.batches} SET total = total + ?, pending = pending + ? WHERE id = ? AND state = 'open'`,
     createBatch: `-- leasehold createBatch: a new open batch with its callback's spec
@@ -113,6 +114,9 @@ export function resultsStatement(sql: WorkflowsSql, landed: readonly { id: bigin
 }
 
 const byId = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Jobs per multi-row INSERT of a workflow (18 placeholders each). */
+const FLOW_CHUNK = 500;
 
 /** A batch's writes once its counts moved (`b` as locked, with the new counts): its row, and its callback when it became done. */
 function batchWrites(sql: WorkflowsSql, b: Row, next: Omit<BatchRow, 'callbackType' | 'createdAt' | 'finishedAt' | 'onSuccessOnly'>, now: string): Stmt[] {
@@ -235,28 +239,41 @@ export class MysqlWorkflows extends SqlAggregate<Db, WorkflowsSql> implements Wo
     return b ? toBatchRow(b) : null;
   }
 
-  /** One transaction: the batch's count first (none inserted unless it is open), the jobs one by one in input order (each parent's id known before its children), then the edges. */
+  /** One transaction: the batch's count first (none inserted unless it is open), the jobs in multi-row INSERTs in input order (ids consecutive, checked when read back), then the edges. */
   async insertFlow(p: FlowInsert): Promise<JobRow[]> {
     const batchId = p.batchId === undefined ? null : (idParam(p.batchId) ?? 0n);
     const payloads = p.jobs.map((j) => JSON.stringify(j.payload));
     const dependents = p.jobs.map(() => 0);
     for (const j of p.jobs) for (const at of j.parents) dependents[at]! += 1;
+    const values = (i: number): unknown[] => {
+      const j = p.jobs[i]!;
+      const waits = j.parents.length > 0;
+      return [
+        j.queue, j.type, payloads[i], waits ? 'waiting' : 'queued', j.priority, j.runAt ? utcLiteral(j.runAt) : null, micros(j.runAfterMs),
+        j.maxAttempts, j.timeoutMs, j.maxRuntimeMs, j.traceContext ?? null, j.concurrencyKey ?? null,
+        waits ? j.parents.length : null, dependents[i]! > 0 ? dependents[i] : null, waits ? p.onParentFailure : null, batchId,
+      ];
+    };
+    const { idStep } = await this.db.features();
     return this.db.tx('insertFlow', async (c) => {
       if (batchId !== null && (await exec(c, this.sql.join, [p.jobs.length, p.jobs.length, batchId])).affectedRows === 0) return [];
       const ids: string[] = [];
-      for (const [i, j] of p.jobs.entries()) {
-        const waits = j.parents.length > 0;
-        const res = await exec(c, this.sql.insertJob, [
-          j.queue, j.type, payloads[i], waits ? 'waiting' : 'queued', j.priority, j.runAt ? utcLiteral(j.runAt) : null, micros(j.runAfterMs),
-          j.maxAttempts, j.timeoutMs, j.maxRuntimeMs, j.traceContext ?? null, j.concurrencyKey ?? null,
-          waits ? j.parents.length : null, dependents[i]! > 0 ? dependents[i] : null, waits ? p.onParentFailure : null, batchId,
-        ]);
-        ids.push(String(res.insertId));
+      for (let from = 0; from < p.jobs.length; from += FLOW_CHUNK) {
+        const n = Math.min(FLOW_CHUNK, p.jobs.length - from);
+        const res = await exec(c, this.sql.insertJobs(n), Array.from({ length: n }, (_, k) => values(from + k)).flat());
+        for (let k = 0; k < n; k++) ids.push(String(BigInt(String(res.insertId)) + BigInt(k) * idStep));
       }
-      const edges = p.jobs.flatMap((j, i) => j.parents.flatMap((at) => [ids[at], ids[i]]));
-      if (edges.length > 0) await exec(c, this.sql.insertEdges(edges.length / 2), edges);
-      const rows = new Map((await run(c, this.sql.readJobs, [ids])).map((r) => [String(r.id), toJobRow(r)]));
-      return ids.map((id) => rows.get(id)!);
+      const edges = p.jobs.flatMap((j, i) => j.parents.map((at) => [ids[at], ids[i]]));
+      for (let from = 0; from < edges.length; from += FLOW_CHUNK * 4) {
+        const part = edges.slice(from, from + FLOW_CHUNK * 4);
+        await exec(c, this.sql.insertEdges(part.length), part.flat());
+      }
+      const rows = new Map((await run(c, this.sql.readJobs, [ids])).map((r) => [String(r.id), r]));
+      // anything else would hand out (and link) the wrong jobs
+      if (!ids.every((id, i) => rows.get(id)?.type === p.jobs[i]!.type && rows.get(id)?.payload === payloads[i])) {
+        throw new Error('mysql insertFlow: the inserted rows could not be matched to the workflow (non-consecutive auto-increment ids?)');
+      }
+      return ids.map((id) => toJobRow(rows.get(id)!));
     });
   }
 }
