@@ -1,7 +1,8 @@
 /**
  * SQLite wake-ups (wakeups.ts): an idle worker that polls once an hour still runs a job another
  * process enqueues, because the watch on the database's files wakes it; the watch outlives a
- * checkpoint that truncates the WAL; an in-memory database has nothing to watch.
+ * checkpoint that truncates the WAL, and sees what was committed while it rested; an in-memory
+ * database has nothing to watch.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -36,6 +37,33 @@ describe('sqlite wake-ups: a watch on the database files', { timeout: 120_000 },
       assert.equal(await next, 2);
     } finally {
       await worker.stop({ deadlineMs: 5_000 });
+      await storage.close();
+    }
+  });
+
+  it('a commit while the watch rests after a change still wakes, when the watch is back', async () => {
+    const file = tempFile();
+    const storage = sqliteStorage({ path: file });
+    await storage.migrate();
+    const raw = new Database(file);
+    raw.exec('CREATE TABLE elsewhere (x INTEGER)');
+    const insert = raw.prepare('INSERT INTO elsewhere (x) VALUES (1)');
+    let wakes = 0;
+    let second: () => void = () => {};
+    const woken = new Promise<void>((r) => (second = r));
+    const unsubscribe = await storage.subscribe!({ onWake: () => {
+      wakes += 1;
+      // the first wake comes as the watch closes for its rest: this commit lands while none is open
+      if (wakes === 1) insert.run();
+      else second();
+    } });
+    try {
+      insert.run();
+      await woken;
+      assert.ok(wakes >= 2);
+    } finally {
+      await unsubscribe();
+      raw.close();
       await storage.close();
     }
   });

@@ -197,7 +197,8 @@ type Variant = 'default' | 'poll10' | 'node-sqlite';
 function def(db: Db, variant: Variant): SystemDef {
   const pollIntervalMs = variant === 'poll10' ? 10 : undefined;
   const suffix = variant === 'poll10' ? '-poll10' : variant === 'node-sqlite' ? '-node' : '';
-  const wake = db === 'postgres' ? 'LISTEN/NOTIFY wake-ups + 1 s backstop poll' : variant === 'poll10' ? 'poll every 10 ms' : 'poll every 1 s (default)';
+  const pushed = { postgres: 'LISTEN/NOTIFY wake-ups', sqlite: 'wake-ups from a watch on the database files', mysql: 'wake-ups through a parked connection (KILL QUERY)' }[db];
+  const wake = `${pushed} + ${variant === 'poll10' ? 'a poll every 10 ms' : '1 s backstop poll (default)'}`;
   return {
     id: `leasehold-${db}${suffix}`,
     db,

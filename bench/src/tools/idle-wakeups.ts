@@ -2,13 +2,15 @@
  * Idle wake-ups (issue #26): enqueue→start latency of an idle worker at default settings, the
  * job enqueued from ANOTHER process, and the statements that idle worker sends per second.
  *
- *   BENCH_LEASEHOLD_SRC=$PWD/../src/index.ts node --import tsx src/tools/idle-wakeups.ts --db sqlite|mysql [--jobs 100] [--idle-s 10]
+ *   BENCH_LEASEHOLD_SRC=$PWD/../src/index.ts node --import tsx src/tools/idle-wakeups.ts --db sqlite|mysql [--jobs 100] [--idle-s 10] [--neighbour-ms 10]
  *
  * A forked worker process (c=10, every default: sweeper, heartbeats, 1 s poll) runs a no-op whose
  * payload carries the enqueue time; this process enqueues one job at a time, waiting for it to
  * start, then a random 0.3–1.3 s (so enqueues land at every phase of the 1 s poll). Statements are
  * counted in the worker process, client side: SQLite's executed statements (BEGIN/COMMIT not
  * counted), and on MySQL/MariaDB every statement sent (a multi-statement query counts each).
+ * `--neighbour-ms N`: a second window in which this process enqueues, every N ms, jobs of a
+ * type the worker does not run, counting what those wake-ups cost the idle worker.
  */
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -94,6 +96,7 @@ async function parent(): Promise<void> {
   const db = opt('db', 'sqlite');
   const jobs = Number(opt('jobs', '100'));
   const idleS = Number(opt('idle-s', '10'));
+  const neighbourMs = Number(opt('neighbour-ms', '0'));
   let url: string;
   let dir = '';
   if (db === 'sqlite') {
@@ -130,7 +133,23 @@ async function parent(): Promise<void> {
   await sleep(idleS * 1_000);
   cp.send({ count: true });
   const c1 = (await next('statements', 5_000))!;
-  const rate = (k: string) => (((c1[k] as number) - (c0[k] as number)) / idleS).toFixed(2);
+  const rate = (k: string, a = c0, b = c1) => (((b[k] as number) - (a[k] as number)) / idleS).toFixed(2);
+  // a busy neighbour: another process enqueues jobs this worker does not run, every `neighbourMs`
+  let busy = '';
+  if (neighbourMs > 0) {
+    const other = lh.defineJob({ type: 'elsewhere', handler: () => {} });
+    const otherClient = lh.createClient({ storage, jobs: [other] });
+    const until = now() + idleS * 1_000;
+    let n = 0;
+    for (let next = now(); now() < until; next += neighbourMs, n++) {
+      await otherClient.enqueue('elsewhere', {});
+      const wait = next + neighbourMs - now();
+      if (wait > 0) await sleep(wait);
+    }
+    cp.send({ count: true });
+    const c2 = (await next('statements', 5_000))!;
+    busy = `; while another process enqueued ${(n / idleS).toFixed(0)} jobs/s of a type it does not run: ${rate('statements', c1, c2)} statements/s`;
+  }
   if (process.env.BENCH_IDLE_DETAIL) console.log(c0.byHeader, c1.byHeader);
   const lats: number[] = [];
   let lost = 0;
@@ -152,7 +171,7 @@ async function parent(): Promise<void> {
   lats.sort((a, b) => a - b);
   enqueueMs.sort((a, b) => a - b);
   const pct = (p: number, xs = lats) => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!.toFixed(1);
-  console.log(`${db}: idle worker ${rate('statements')} statements/s${db === 'sqlite' ? '' : ` in ${rate('trips')} round trips/s`} over ${idleS} s; enqueue→start over ${lats.length} jobs (${lost} not started within 5 s): p50 ${pct(50)} ms, p95 ${pct(95)}, p99 ${pct(99)}, max ${lats.at(-1)!.toFixed(1)}; the enqueue call itself: p50 ${pct(50, enqueueMs)} ms, p99 ${pct(99, enqueueMs)}`);
+  console.log(`${db}: idle worker ${rate('statements')} statements/s${db === 'sqlite' ? '' : ` in ${rate('trips')} round trips/s`} over ${idleS} s${busy}; enqueue→start over ${lats.length} jobs (${lost} not started within 5 s): p50 ${pct(50)} ms, p95 ${pct(95)}, p99 ${pct(99)}, max ${lats.at(-1)!.toFixed(1)}; the enqueue call itself: p50 ${pct(50, enqueueMs)} ms, p99 ${pct(99, enqueueMs)}`);
 }
 
 if (args[0] === '--child') await child(args[1]!, args[2]!);

@@ -3,7 +3,8 @@
  * connection, taken out of its pool for good, in `SELECT SLEEP(…)` under a marker naming its
  * tables; an enqueue of due jobs, once committed, interrupts that sleep with `KILL QUERY` (any
  * user may kill its own connections' queries), and the parked connection wakes its subscribers
- * and sleeps again. Enqueuers find parked connections in the process list.
+ * and sleeps again (wakes coalesced: ../wake-gap.ts). Enqueuers find parked connections in the
+ * process list.
  *
  * Costs: a parked connection sends one statement per PARK_SECONDS. An enqueue sends, after it
  * has returned, one KILL per parked connection it knows of, and reads the process list again,
@@ -16,6 +17,7 @@
 import { Backoff } from '../../core/backoff.js';
 import type { RetryPolicy } from '../../core/retry.js';
 import type { InsertResult } from '../../core/storage.js';
+import { WakeSubscribers } from '../wake-gap.js';
 import { type Db, type Leased, run } from './db.js';
 
 /** How long one parked statement sleeps before it parks again. */
@@ -44,7 +46,7 @@ const SQL = {
 
 /** One storage's wake-ups: the parked connection of its subscribers, and the KILLs its enqueues send. */
 export class MysqlWakeups {
-  private readonly subscribers = new Set<() => void>();
+  private readonly subscribers = new WakeSubscribers();
   private readonly backoff = new Backoff(RECONNECT);
   private conn: Leased | null = null;
   private connId: number | null = null;
@@ -100,7 +102,7 @@ export class MysqlWakeups {
         this.conn ??= await this.db.pool.getConnection();
         const [row] = await run<{ id: string }[]>(this.conn, SQL.connectionId);
         this.connId = Number(row?.id);
-        if (everParked) this.wakeAll(); // back after a lost connection: catch up on what we missed
+        if (everParked) this.subscribers.wake(); // back after a lost connection: catch up on what we missed
         everParked = true;
         this.backoff.reset();
         while (this.subscribers.size > 0) {
@@ -110,7 +112,7 @@ export class MysqlWakeups {
             if ((e as { errno?: unknown }).errno === ER_QUERY_INTERRUPTED) return [{ slept: 1 }];
             throw e;
           });
-          if (Number(r?.slept) === 1 && this.subscribers.size > 0) this.wakeAll();
+          if (Number(r?.slept) === 1) this.subscribers.wake();
         }
       } catch {
         this.onParked();
@@ -135,16 +137,6 @@ export class MysqlWakeups {
     if (id !== null) await run(this.db.pool, SQL.kill, [id]).catch(() => this.conn?.destroy());
     await parking;
     this.parking = null;
-  }
-
-  private wakeAll(): void {
-    for (const fn of this.subscribers) {
-      try {
-        fn();
-      } catch {
-        // a subscriber's failure is its own; the others still wake
-      }
-    }
   }
 
   private async sendWakes(): Promise<void> {
