@@ -29,15 +29,14 @@ const ER_QUERY_INTERRUPTED = 1317;
 
 const RECONNECT: RetryPolicy = { kind: 'exponential', baseMs: 100, factor: 2, maxMs: 5_000, jitter: 'equal' };
 
-/** The marker a parked connection's statement carries: no other statement contains it (the listing builds it with CONCAT). */
-const marker = (prefix: string): string => `[leasehold wake ${prefix}]`;
-
 const SQL = {
-  park: (prefix: string): string => `-- leasehold park: sleep until an enqueue interrupts it (${marker(prefix)})
+  // the first line is the marker the process list is searched for: no other statement begins with it
+  park: (prefix: string): string => `-- leasehold park: [leasehold wake ${prefix}] sleep until an enqueue interrupts it
     SELECT SLEEP(?) AS slept`,
+  // the marker built with CONCAT, so this statement's own text does not contain it
   parked: `-- leasehold parkedConnections: the connections parked for wake-ups on this database's tables
     SELECT ID AS id FROM information_schema.PROCESSLIST
-    WHERE DB = DATABASE() AND ID <> CONNECTION_ID() AND INSTR(INFO, CONCAT('[leasehold', ' wake ', ?, ']')) > 0`,
+    WHERE DB = DATABASE() AND ID <> CONNECTION_ID() AND INSTR(INFO, CONCAT('-- leasehold park: [leasehold', ' wake ', ?, ']')) = 1`,
   kill: `-- leasehold wake: interrupt a parked connection's sleep
     KILL QUERY ?`,
   connectionId: `-- leasehold connectionId: this connection's id, to tell our own parked connection apart
