@@ -16,7 +16,7 @@ import { toJobRow } from './sql.js';
 import type { SqlJob } from './sql.js';
 
 /** Each status as a constant term (SQLite uses a partial index only for a query repeating its WHERE term). */
-const STATUS_TERM: Record<JobStatus, string> = {
+export const STATUS_TERM: Record<JobStatus, string> = {
   queued: `status = 'queued'`,
   failed: `status = 'failed'`,
   running: `status = 'running'`,
