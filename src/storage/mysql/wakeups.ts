@@ -7,8 +7,8 @@
  * process list.
  *
  * Costs: a parked connection sends one statement per PARK_SECONDS. An enqueue sends, after it
- * has returned, one KILL per parked connection it knows of, and reads the process list again,
- * meanwhile, when it last did so LIST_TTL_MS ago. A known connection is forgotten when a KILL
+ * has returned, one KILL per parked connection it knows of (at most one per WAKE_GAP_MS each),
+ * and reads the process list again, meanwhile, when it last did so LIST_TTL_MS ago. A known connection is forgotten when a KILL
  * of it fails: it is gone, and since a parked connection is closed, never handed back to a
  * pool, its id never names another connection's query. Only connections of the enqueuer's own
  * user are listed and killable, so workers under another user are not woken; nor is a
@@ -17,7 +17,7 @@
 import { Backoff } from '../../core/backoff.js';
 import type { RetryPolicy } from '../../core/retry.js';
 import type { InsertResult } from '../../core/storage.js';
-import { WakeSubscribers } from '../wake-gap.js';
+import { WAKE_GAP_MS, WakeSubscribers } from '../wake-gap.js';
 import { type Db, type Leased, run } from './db.js';
 
 /** How long one parked statement sleeps before it parks again. */
@@ -54,8 +54,8 @@ export class MysqlWakeups {
   private readonly known = new Set<number>();
   private listedAt = -Infinity;
   private listing: Promise<void> | null = null;
-  /** per parked connection: a KILL in flight, and whether another commit wants one after it */
-  private readonly killing = new Map<number, { again: boolean }>();
+  /** per parked connection: when the last KILL went out, and the next one if it is waiting */
+  private readonly killing = new Map<number, { sentAt: number; next: Promise<void> | null }>();
   private readonly sending = new Set<Promise<void>>();
   private stopped = false;
   /** resolves the first subscribe once the first sleep is sent */
@@ -154,24 +154,28 @@ export class MysqlWakeups {
     await Promise.all(added.map((id) => this.kill(id)));
   }
 
-  /** One KILL in flight per connection; a commit meanwhile sends one more after it, so every commit is followed by a KILL sent after it. */
-  private async kill(id: number): Promise<void> {
-    const k = this.killing.get(id);
-    if (k) {
-      k.again = true;
-      return;
-    }
-    const state = { again: true };
-    this.killing.set(id, state);
-    try {
-      while (state.again) {
-        state.again = false;
+  /**
+   * A KILL of one parked connection sent after this commit: at once, or, within WAKE_GAP_MS of
+   * the last one, once that much has passed (one send then covers every commit before it), so a
+   * stream of enqueues costs the enqueuer and the parked connection a KILL per WAKE_GAP_MS.
+   */
+  private kill(id: number): Promise<void> {
+    let k = this.killing.get(id);
+    if (!k) this.killing.set(id, (k = { sentAt: -Infinity, next: null }));
+    const state = k;
+    if (state.next) return state.next;
+    const wait = state.sentAt + WAKE_GAP_MS - performance.now();
+    state.next = (wait > 0 ? new Promise((r) => setTimeout(r, wait)) : Promise.resolve()).then(async () => {
+      // a commit from here on needs another KILL
+      state.next = null;
+      state.sentAt = performance.now();
+      await run(this.db.pool, SQL.kill, [id]).catch(() => {
         // gone (ER_NO_SUCH_THREAD), or not ours: a later list adds it again if it is parked
-        await run(this.db.pool, SQL.kill, [id]).catch(() => this.known.delete(id));
-      }
-    } finally {
-      this.killing.delete(id);
-    }
+        this.known.delete(id);
+        this.killing.delete(id);
+      });
+    });
+    return state.next;
   }
 }
 
