@@ -11,6 +11,7 @@ import pg from 'pg';
 import type { NewJob, Storage } from '../../../src/core/storage.ts';
 import { openStorage } from '../../../src/storage/open.ts';
 import { MYSQL_URL, PG_URL, sqliteDir } from '../common.ts';
+import { runIndexAb } from './index-ab.ts';
 
 const [db = 'sqlite', roundsArg = '10', jobsArg = '5000'] = process.argv.slice(2);
 const rounds = Number(roundsArg);
@@ -61,32 +62,11 @@ async function open(name: string, indexed: boolean): Promise<Storage> {
 const job = (i: number): NewJob => ({ queue: 'default', type: `t${i % 8}`, payload: { i, note: 'hello world' }, priority: 0, runAfterMs: 0, maxAttempts: 3, idempotencyKey: null, timeoutMs: 60_000, maxRuntimeMs: 600_000 });
 const types = Array.from({ length: 8 }, (_, i) => `t${i}`);
 
-async function round(s: Storage): Promise<{ insert: number; drain: number }> {
-  let t = performance.now();
-  for (let i = 0; i < n; i += 100) await s.jobs.insert({ jobs: Array.from({ length: 100 }, (_, k) => job(i + k)) });
-  const insert = performance.now() - t;
-  t = performance.now();
-  for (;;) {
-    const got = await s.leases.claim({ workerId: 'w', types, queues: null, limit: 100, leaseMs: 60_000 });
-    if (got.length === 0) break;
-    await s.leases.finish({ items: got.map((j) => ({ id: j.id, leaseToken: j.leaseToken, status: 'succeeded' as const, attempt: { outcome: 'succeeded' as const } })) });
-  }
-  return { insert, drain: performance.now() - t };
-}
-
-const a = await open('ab_plain', false);
-const b = await open('ab_typeidx', true);
-const ratios = { insert: [] as number[], drain: [] as number[] };
-for (let r = 0; r < rounds; r++) {
-  const [first, second] = r % 2 === 0 ? [a, b] : [b, a];
-  const x = await round(first);
-  const y = await round(second);
-  const [ra, rb] = r % 2 === 0 ? [x, y] : [y, x];
-  ratios.insert.push(rb.insert / ra.insert);
-  ratios.drain.push(rb.drain / ra.drain);
-  console.log(`round ${r}: insert ${ra.insert.toFixed(0)} / ${rb.insert.toFixed(0)} ms, drain ${ra.drain.toFixed(0)} / ${rb.drain.toFixed(0)} ms (A without, B with the index)`);
-}
-const median = (v: number[]): number => [...v].sort((p, q) => p - q)[Math.floor(v.length / 2)]!;
-console.log(`${db}: median B/A insert ${median(ratios.insert).toFixed(3)}, drain ${median(ratios.drain).toFixed(3)} (${rounds} rounds of ${n} jobs)`);
-await a.close();
-await b.close();
+await runIndexAb({
+  a: await open('ab_plain', false),
+  b: await open('ab_typeidx', true),
+  rounds, n, job, types,
+  legend: 'A without, B with the index',
+  title: db,
+  detail: '',
+});
