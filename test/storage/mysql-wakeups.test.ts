@@ -49,6 +49,26 @@ describe('mysql wake-ups: a parked connection interrupted by enqueues', { skip: 
     assert.deepEqual(await parked(0), [], 'the worker stopped: nothing parked');
   });
 
+  it('an enqueue right after another still wakes: its KILL waits out the gap, then goes', async () => {
+    const storage = make({ poolSize: 3 });
+    const other = make();
+    await storage.migrate();
+    const due = { queue: 'default', type: 'x', payload: {}, priority: 0, runAfterMs: 0, maxAttempts: 1, idempotencyKey: null, timeoutMs: 60_000, maxRuntimeMs: 600_000 };
+    let wakes = 0;
+    let second: () => void = () => {};
+    const woken = new Promise<void>((r) => (second = r));
+    const unsubscribe = await storage.subscribe({ onWake: () => {
+      wakes += 1;
+      // enqueued as the first wake arrives: within the gap after the first KILL
+      if (wakes === 1) void other.jobs.insert({ jobs: [due] });
+      else second();
+    } });
+    await parked(1);
+    await other.jobs.insert({ jobs: [due] });
+    await woken;
+    await unsubscribe();
+  });
+
   it('subscribe wakes on an operator retry from another storage; unsubscribe closes the parked connection', async () => {
     assert.equal(make({ poolSize: 2 }).capabilities.listenNotify, false, 'a pool of 2 keeps both connections for the worker');
     const storage = make({ poolSize: 3 });
