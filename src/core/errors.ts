@@ -68,9 +68,10 @@ export class InvalidStateError extends LeaseholdError {
   /**
    * @param jobId the job asked about
    * @param status its status when asked
+   * @param why what besides its status refuses the change
    */
-  constructor(readonly jobId: string, readonly status: string, action: string) {
-    super('INVALID_STATE', `cannot ${action} job ${jobId}: it is ${status}`);
+  constructor(readonly jobId: string, readonly status: string, action: string, why?: string) {
+    super('INVALID_STATE', `cannot ${action} job ${jobId}: it is ${status}${why ? `, and ${why}` : ''}`);
   }
 }
 

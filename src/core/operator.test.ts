@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it, test } from 'node:test';
 import { ValidationError } from './errors.js';
-import { checkBulkBatch, checkOperator, nextAfter, rangeIsEmpty } from './operator.js';
+import { checkBulkBatch, checkOperator, nextAfter, rangeIsEmpty, retryRefusal } from './operator.js';
 import type { BulkBatch } from './storage-events.js';
 
 const OK: BulkBatch = { action: 'retry', filter: {}, afterId: null, throughId: '9', limit: 3, actor: 'api', bulkId: 'b-1' };
@@ -32,4 +32,12 @@ describe('operator checks', () => {
     assert.equal(nextAfter(b, 2, '7'), '9');
     assert.equal(nextAfter(b, 0, null), '9');
   });
+});
+
+test('retryRefusal: a job waiting on parents, or a batch member whose ending was counted; nothing else', () => {
+  assert.match(retryRefusal({ status: 'cancelled', pendingParents: 2 }) ?? '', /waits for 2 parent job\(s\) that have not succeeded/);
+  assert.match(retryRefusal({ status: 'dead', batchId: '7' }) ?? '', /batch 7 has counted how it ended/);
+  assert.equal(retryRefusal({ status: 'failed', batchId: '7' }), null, 'a failed member was not counted');
+  assert.equal(retryRefusal({ status: 'dead', pendingParents: 0 }), null, 'a released child');
+  assert.equal(retryRefusal({ status: 'dead' }), null);
 });

@@ -15,6 +15,17 @@ export const ACTION_STATUSES: Readonly<Record<BulkAction, readonly JobStatus[]>>
   delete: ['queued', 'failed', 'succeeded', 'dead', 'cancelled'],
 };
 
+/**
+ * Why an operator's retry must not take a job its status allows, or null: a workflow job whose
+ * parents have not all succeeded would run before them, and a batch member whose ending the
+ * batch has counted would be counted twice (every adapter's retry guard says the same in SQL).
+ */
+export function retryRefusal(job: { status: JobStatus; pendingParents?: number | undefined; batchId?: string | undefined }): string | null {
+  if ((job.pendingParents ?? 0) > 0) return `it waits for ${job.pendingParents} parent job(s) that have not succeeded (a workflow whose parent failed is enqueued again, not retried)`;
+  if (job.batchId !== undefined && (job.status === 'dead' || job.status === 'cancelled')) return `batch ${job.batchId} has counted how it ended`;
+  return null;
+}
+
 /** The event each recorded action writes (a deleted job's events go with it). */
 export const ACTION_EVENT: Readonly<Record<Exclude<BulkAction, 'delete'>, JobEventKind>> = { retry: 'retried', cancel: 'cancelled' };
 

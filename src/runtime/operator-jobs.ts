@@ -7,6 +7,7 @@
  */
 import { hostname, userInfo } from 'node:os';
 import { InvalidStateError, JobNotFoundError } from '../core/index.js';
+import { retryRefusal } from '../core/operator.js';
 import type { JobRow, OperatorRef, Storage } from '../core/storage.js';
 import { checkId } from './client-input.js';
 import { LocalBus } from './env.js';
@@ -15,7 +16,7 @@ import { LocalBus } from './env.js';
 export async function retryJob(storage: Storage, id: string, by?: OperatorRef): Promise<JobRow> {
   const { job, applied } = await storage.jobs.retry({ id: checkId(id), ...by });
   if (!job) throw new JobNotFoundError(id);
-  if (!applied) throw new InvalidStateError(id, job.status, 'retry');
+  if (!applied) throw new InvalidStateError(id, job.status, 'retry', retryRefusal(job) ?? undefined);
   LocalBus.for(storage).jobsEnqueued();
   return job;
 }

@@ -34,6 +34,7 @@ import { raceTests } from './races.js';
 import { resultTests } from './results.js';
 import { workflowTests } from './workflows.js';
 import { batchTests } from './batches.js';
+import { operatorGuardTests } from './operator-guards.js';
 import { scheduleTests } from './schedules.js';
 import { searchTests } from './search.js';
 import { sweepTests } from './sweep.js';
@@ -74,5 +75,6 @@ export function runStorageConformance(h: ConformanceHarness): void {
     resultTests(h);
     workflowTests(h);
     batchTests(h);
+    operatorGuardTests(h);
   });
 }

@@ -3,7 +3,7 @@
  * jobs.retry, jobs.cancel, pruning and every job of a bulk batch. Each is part of its caller's
  * one synchronous step; a recorded change writes its event only when it applied.
  */
-import { ACTION_STATUSES } from '../../core/operator.js';
+import { ACTION_STATUSES, retryRefusal } from '../../core/operator.js';
 import type { JobStatus } from '../../core/status.js';
 import { slotKey, type MemoryDb, type StoredJob } from './db.js';
 import { type Recording, forgetEvents, recordEvent } from './events.js';
@@ -20,7 +20,7 @@ export function uniqueHolder(db: MemoryDb, key: string): StoredJob | undefined {
 
 /** queued/failed/dead/cancelled → queued, due now, attempts reset, lease and finished_at cleared; false when its status does not allow it. */
 export function retryStored(db: MemoryDb, j: StoredJob, now: Date, rec: Recording | null): boolean {
-  if (!ACTION_STATUSES.retry.includes(j.status)) return false;
+  if (!ACTION_STATUSES.retry.includes(j.status) || retryRefusal(j) !== null) return false;
   const before = { status: j.status, attempts: j.attempts };
   // another job took its unique key meanwhile: it comes back without it
   if (j.uniqueKey !== undefined && !ACTIVE.includes(j.status)) {

@@ -13,11 +13,12 @@ import { SqlAggregate } from '../aggregates.js';
 import { type Db, type Queryable, type ResultHeader, type Stmt, exec, isDuplicate, run, runLast } from './db.js';
 import { type Changed, eventStatement, eventsSql } from './events.js';
 import { NOW, type Row, type Tables, parseUtc, sharedSql, waitMs } from './sql.js';
+import { RETRY_GUARD } from '../operator-guards.js';
 
 const CANCEL_MESSAGE = 'cancelled by an operator';
 
 function where(b: CheckedRange): string {
-  const terms = ['id > ? AND id <= ? AND status IN (?)', b.queue !== null ? 'queue = ?' : null, b.type !== null ? 'type = ?' : null, b.ids !== null ? 'id IN (?)' : null];
+  const terms = ['id > ? AND id <= ? AND status IN (?)', b.action === 'retry' ? RETRY_GUARD : null, b.queue !== null ? 'queue = ?' : null, b.type !== null ? 'type = ?' : null, b.ids !== null ? 'id IN (?)' : null];
   return terms.filter((x) => x !== null).join(' AND ');
 }
 

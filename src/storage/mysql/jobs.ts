@@ -20,6 +20,7 @@ import { matchCount, searchPage } from '../search-pages.js';
 import { MysqlMatchReader } from './search.js';
 import { SqlAggregate } from '../aggregates.js';
 import { notHeld, workflowsSql } from './workflows.js';
+import { RETRY_GUARD } from '../operator-guards.js';
 
 export function jobsSql(t: Tables) {
   return {
@@ -31,7 +32,7 @@ export function jobsSql(t: Tables) {
     retryJob: `-- leasehold retryJob: admin "retry now": back to queued, due now, attempts reset, lease and finish cleared
       UPDATE ${t.jobs} SET status = 'queued', run_at = ${NOW}, attempts = 0, locked_by = NULL, lease_token = NULL,
         locked_until = NULL, finished_at = NULL, updated_at = ${NOW}
-      WHERE id = ? AND status IN ('queued', 'failed', 'dead', 'cancelled')`,
+      WHERE id = ? AND status IN ('queued', 'failed', 'dead', 'cancelled') AND ${RETRY_GUARD}`,
     jobForUpdate: `-- leasehold jobForUpdate: one job, locked for an admin change
       SELECT ${JOB_COLS} FROM ${t.jobs} WHERE id = ? FOR UPDATE`,
     cancelJob: `-- leasehold cancelJob: admin cancel: cancelled now, lease cleared, error code CANCELLED

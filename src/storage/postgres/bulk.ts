@@ -13,14 +13,15 @@ import { SqlAggregate } from '../aggregates.js';
 import { type Db, type Queryable, query } from './db.js';
 import { type EventsSql, eventsSql, recordEvents } from './events.js';
 import { NOW, durationSince, waitSince } from './sql.js';
+import { RETRY_GUARD } from '../operator-guards.js';
 
 const CANCEL_MESSAGE = 'cancelled by an operator';
 
 function bulkSql(s: string) {
   /** $1 after id, $2 through id, $3 statuses, $4 queue, $5 type, $7 ids (null: any), $6 limit */
-  const cand = (cols: string): string => `cand AS (
+  const cand = (cols: string, guard = 'true'): string => `cand AS (
   SELECT ${cols} FROM ${s}.jobs
-  WHERE id > $1::bigint AND id <= $2::bigint AND status = ANY($3::text[])
+  WHERE id > $1::bigint AND id <= $2::bigint AND status = ANY($3::text[]) AND ${guard}
     AND ($4::text IS NULL OR queue = $4::text) AND ($5::text IS NULL OR type = $5::text)
     AND ($7::bigint[] IS NULL OR id = ANY($7::bigint[]))
   ORDER BY id
@@ -33,7 +34,7 @@ function bulkSql(s: string) {
      * stays with that job: this one comes back without it (jobs.retry's rule, batch-wide).
      */
     retry: `-- leasehold bulkRetry: back to queued, due now, attempts reset, for the batch's jobs; returns each with its status and attempts before
-WITH ${cand('id, status, attempts, unique_key')}, upd AS (
+WITH ${cand('id, status, attempts, unique_key', RETRY_GUARD)}, upd AS (
   UPDATE ${s}.jobs j
   SET status = 'queued', run_at = ${NOW}, attempts = 0, locked_by = NULL, lease_token = NULL,
       locked_until = NULL, finished_at = NULL, updated_at = ${NOW},

@@ -20,6 +20,7 @@ import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../.
 import { matchCount, searchPage } from '../search-pages.js';
 import { PostgresMatchReader } from './search.js';
 import { notHeld } from './workflows.js';
+import { RETRY_GUARD } from '../operator-guards.js';
 
 export function jobsSql(s: string) {
   return {
@@ -44,7 +45,7 @@ WITH upd AS (
       unique_key = CASE WHEN status IN ('dead','cancelled') AND EXISTS (
         SELECT 1 FROM ${s}.jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id AND h.status IN ('queued','failed','running')
       ) THEN NULL ELSE unique_key END
-  WHERE id = $1::bigint AND status IN ('queued','failed','dead','cancelled')
+  WHERE id = $1::bigint AND status IN ('queued','failed','dead','cancelled') AND ${RETRY_GUARD}
   RETURNING *
 ), woke AS (
   SELECT pg_notify($2, $3) FROM (SELECT 1 FROM upd LIMIT 1) AS due

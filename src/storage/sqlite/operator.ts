@@ -10,6 +10,7 @@ import type { SqliteDb } from './db.js';
 import { EVENT_SQL, type Recording, recordEvent } from './events.js';
 import { toJobRow } from './sql.js';
 import type { SqlJob } from './sql.js';
+import { RETRY_GUARD } from '../operator-guards.js';
 
 export type AdminResult = { job: JobRow | null; applied: boolean };
 
@@ -25,7 +26,7 @@ export const OPERATOR_SQL = {
         locked_until = NULL, finished_at = NULL, updated_at = @now,
         unique_key = CASE WHEN EXISTS (SELECT 1 FROM {p}jobs h WHERE h.unique_key = {p}jobs.unique_key
           AND h.status IN ('queued','failed','running') AND h.id <> {p}jobs.id) THEN NULL ELSE unique_key END
-    WHERE id = @id AND status IN ('queued','failed','dead','cancelled')
+    WHERE id = @id AND status IN ('queued','failed','dead','cancelled') AND ${RETRY_GUARD}
     RETURNING *`,
   cancel: `-- leasehold jobs.cancel: admin cancel: queued/failed/running → cancelled, lease cleared
     UPDATE {p}jobs

@@ -1,0 +1,6 @@
+/**
+ * What an operator's retry may take besides the statuses it allows, as SQL over the jobs row (the
+ * same test as core's retryRefusal): not a workflow job whose parents have not all succeeded,
+ * nor a batch member whose ending its batch has counted.
+ */
+export const RETRY_GUARD = `coalesce(pending_parents, 0) = 0 AND NOT (batch_id IS NOT NULL AND status IN ('dead','cancelled'))`;

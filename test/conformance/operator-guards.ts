@@ -1,0 +1,61 @@
+/**
+ * An operator's retry, single or bulk, never breaks a workflow or a batch: a job whose parents
+ * have not all succeeded is not made due (it would run before them), and a batch member whose
+ * ending its batch has counted is not run again (it would be counted twice). The parent itself
+ * and members not yet counted are retried as ever.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ClaimedJob, FlowJob, Storage } from '../../src/core/storage.js';
+import type { ConformanceHarness } from './index.js';
+import { finishOf, mustGet, newJob, uniq, useDb } from './helpers.js';
+
+const ERR = { code: 'E_G', message: 'broke' };
+const BY = { actor: 'cli:ops@host', source: null };
+const claim = (s: Storage, type: string): Promise<ClaimedJob[]> => s.leases.claim({ workerId: 'w', types: [type], queues: null, limit: 10, leaseMs: 30_000 });
+const dead = (c: ClaimedJob) => finishOf(c, { status: 'dead', error: ERR, attempt: { outcome: 'dead', error: ERR } });
+
+/** Every job of the table through the newest, retried in one bulk batch: the ids it changed. */
+async function bulkRetry(s: Storage, status: 'cancelled' | 'dead'): Promise<string[]> {
+  const [newest] = await s.jobs.list({ limit: 1 });
+  const r = await s.jobs.bulk({ action: 'retry', filter: { status }, afterId: null, throughId: newest!.id, limit: 1000, bulkId: uniq('b'), ...BY });
+  return r.ids;
+}
+
+export function operatorGuardTests(h: ConformanceHarness): void {
+  describe('operator retry: workflows and batches', () => {
+    const db = useDb(h);
+
+    it('a child cancelled because its parent died is not retried, singly or in bulk; the parent is', async () => {
+      const s = db.storage;
+      const type = uniq('guard');
+      const [root, child] = await s.workflows.insertFlow({ jobs: [{ ...newJob(type), parents: [] }, { ...newJob(type), parents: [0] } satisfies FlowJob], onParentFailure: 'cancel' });
+      const [c] = await claim(s, type);
+      await s.leases.finish({ items: [dead(c!)] });
+      assert.equal((await mustGet(s, child!.id)).status, 'cancelled');
+      assert.deepEqual(await s.jobs.retry({ id: child!.id }), { job: await mustGet(s, child!.id), applied: false });
+      assert.ok(!(await bulkRetry(s, 'cancelled')).includes(child!.id), 'bulk retry leaves it');
+      assert.equal((await mustGet(s, child!.id)).status, 'cancelled');
+      assert.deepEqual(await claim(s, type), [], 'nothing claimable');
+      assert.equal((await s.jobs.retry({ id: root!.id })).applied, true, 'the dead parent is retried');
+      assert.equal((await s.jobs.bulk({ action: 'retry', filter: {}, afterId: null, throughId: child!.id, limit: 10, bulkId: uniq('b'), ...BY })).ids.includes(child!.id), false);
+    });
+
+    it('a batch member whose ending was counted is not retried, singly or in bulk; one not yet counted is', async () => {
+      const s = db.storage;
+      const type = uniq('member');
+      const b = await s.workflows.createBatch({ callback: newJob(uniq('cb')), onSuccessOnly: false });
+      const [m1, m2] = await s.workflows.insertFlow({ jobs: [{ ...newJob(type), parents: [] }, { ...newJob(type), parents: [] }], onParentFailure: 'cancel', batchId: b.id });
+      await s.workflows.closeBatch({ batchId: b.id });
+      const got = await claim(s, type);
+      const first = got.find((c) => c.id === m1!.id)!;
+      await s.leases.finish({ items: [dead(first), finishOf(got.find((c) => c.id === m2!.id)!, { status: 'failed', runAfterMs: 60_000, error: ERR, attempt: { outcome: 'failed', error: ERR } })] });
+      assert.equal((await s.workflows.getBatch({ batchId: b.id }))!.dead, 1);
+      assert.equal((await s.jobs.retry({ id: m1!.id })).applied, false, 'counted as dead: not run again');
+      assert.ok(!(await bulkRetry(s, 'dead')).includes(m1!.id));
+      assert.equal((await s.jobs.retry({ id: m2!.id })).applied, true, 'failed and not counted: retried');
+      const after = (await s.workflows.getBatch({ batchId: b.id }))!;
+      assert.deepEqual([after.state, after.pending, after.dead], ['closed', 1, 1]);
+    });
+  });
+}
