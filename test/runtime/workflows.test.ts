@@ -57,6 +57,8 @@ await describeEachKind('client.enqueueFlow', STORAGE_KINDS, (kind) => {
       await assert.rejects(client.enqueueFlow(items), ValidationError);
     }
     await assert.rejects(client.enqueueFlow([{ key: 'x', type: 'wf-step', payload: { name: 'x' }, options: { idempotencyKey: 'k' } }]), /take no tx, idempotencyKey or unique/);
+    const stored = { key: 'y', type: 'wf-step' as const, payload: { name: 'y' }, dependsOn: [{ jobId: '1' }] as unknown as string[] };
+    await assert.rejects(client.enqueueFlow([item('x', []), stored]), /dependsOn must be an array of keys of this call/);
     assert.equal((await h.storage.jobs.list({ type: 'wf-step', limit: 1_000 })).length, before);
   });
 
