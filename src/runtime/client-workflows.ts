@@ -44,7 +44,7 @@ export async function enqueueFlow(enqueuer: Enqueuer, items: readonly FlowItem[]
     if (o?.tx !== undefined || o?.idempotencyKey !== undefined || o?.unique !== undefined) {
       throw new ValidationError('INVALID_FLOW', `"${String(it.key)}": a workflow's jobs take no tx, idempotencyKey or unique option`);
     }
-    if (it.dependsOn !== undefined && (!Array.isArray(it.dependsOn) || it.dependsOn.some((k) => typeof k !== 'string'))) {
+    if (it.dependsOn !== undefined && (!Array.isArray(it.dependsOn) || it.dependsOn.some((k: unknown) => typeof k !== 'string'))) {
       throw new ValidationError('INVALID_FLOW', `"${String(it.key)}": dependsOn must be an array of keys of this call (a stored job cannot be a parent yet)`);
     }
   }
