@@ -103,7 +103,7 @@ export function buildProgram(): Command {
   // an operator's action on one job, recorded in its history as this user on this host; then says what it did
   const actions = [
     { verb: 'retry', description: 'make a failed, dead or cancelled job due now', act: retryJob, done: 'is due now' },
-    { verb: 'cancel', description: 'cancel a waiting or running job (a running handler is signalled)', act: cancelJob, done: 'cancelled' },
+    { verb: 'cancel', description: 'cancel a job not yet finished (a running handler is signalled; what waits for it in its workflow is cancelled by its policy)', act: cancelJob, done: 'cancelled' },
   ];
   for (const { verb, description, act, done } of actions) {
     program

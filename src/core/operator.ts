@@ -11,7 +11,7 @@ import type { BulkAction, BulkBatch, BulkRange, JobEventKind } from './storage-e
 /** The statuses each action takes a job from: retry and cancel as jobs.retry and jobs.cancel; delete anything not running. */
 export const ACTION_STATUSES: Readonly<Record<BulkAction, readonly JobStatus[]>> = {
   retry: ['queued', 'failed', 'dead', 'cancelled'],
-  cancel: ['queued', 'failed', 'running'],
+  cancel: ['queued', 'failed', 'running', 'waiting'],
   delete: ['queued', 'failed', 'succeeded', 'dead', 'cancelled'],
 };
 

@@ -2,7 +2,9 @@
  * An operator's retry, single or bulk, never breaks a workflow or a batch: a job whose parents
  * have not all succeeded is not made due (it would run before them), and a batch member whose
  * ending its batch has counted is not run again (it would be counted twice). The parent itself
- * and members not yet counted are retried as ever.
+ * and members not yet counted are retried as ever. An operator's cancel ends a job for its
+ * workflow and its batch as a finish would: its waiting descendants under policy 'cancel' are
+ * cancelled, and a batch counts it (the last pending member's cancel completes the batch).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -56,6 +58,57 @@ export function operatorGuardTests(h: ConformanceHarness): void {
       assert.equal((await s.jobs.retry({ id: m2!.id })).applied, true, 'failed and not counted: retried');
       const after = (await s.workflows.getBatch({ batchId: b.id }))!;
       assert.deepEqual([after.state, after.pending, after.dead], ['closed', 1, 1]);
+    });
+
+    it("an operator's cancel of a parent, singly or in bulk, cancels what waits for it under 'cancel' and leaves it waiting under 'hold'", async () => {
+      const s = db.storage;
+      const flow = async (policy: 'cancel' | 'hold') => {
+        const type = uniq('cancel');
+        const [root, child, grandchild] = await s.workflows.insertFlow({ jobs: [{ ...newJob(type), parents: [] }, { ...newJob(type), parents: [0] }, { ...newJob(type), parents: [1] }], onParentFailure: policy });
+        return { type, root: root!.id, child: child!.id, grandchild: grandchild!.id };
+      };
+      const a = await flow('cancel');
+      assert.equal((await s.jobs.cancel({ id: a.root })).applied, true);
+      for (const id of [a.child, a.grandchild]) {
+        const j = await mustGet(s, id);
+        assert.deepEqual([j.status, j.lastErrorCode], ['cancelled', 'PARENT_FAILED']);
+      }
+      const held = await flow('hold');
+      assert.equal((await s.jobs.cancel({ id: held.root })).applied, true);
+      assert.equal((await mustGet(s, held.child)).status, 'waiting');
+      const b = await flow('cancel');
+      const r = await s.jobs.bulk({ action: 'cancel', filter: { type: b.type, status: 'queued' }, afterId: null, throughId: b.grandchild, limit: 10, bulkId: uniq('b'), ...BY });
+      assert.deepEqual(r.ids, [b.root]);
+      assert.equal((await mustGet(s, b.grandchild)).status, 'cancelled');
+    });
+
+    it('a waiting job can be cancelled, and its own descendants with it', async () => {
+      const s = db.storage;
+      const type = uniq('cancel');
+      const [, child, grandchild] = await s.workflows.insertFlow({ jobs: [{ ...newJob(type), parents: [] }, { ...newJob(type), parents: [0] }, { ...newJob(type), parents: [1] }], onParentFailure: 'cancel' });
+      assert.equal((await s.jobs.cancel({ id: child!.id })).applied, true);
+      assert.equal((await mustGet(s, child!.id)).status, 'cancelled');
+      assert.deepEqual([(await mustGet(s, grandchild!.id)).status, (await mustGet(s, grandchild!.id)).lastErrorCode], ['cancelled', 'PARENT_FAILED']);
+    });
+
+    it("cancelling a batch's last pending member completes the batch and enqueues its callback once", async () => {
+      const s = db.storage;
+      const type = uniq('member');
+      const cbType = uniq('cb');
+      const b = await s.workflows.createBatch({ callback: newJob(cbType), onSuccessOnly: false });
+      const [m1, m2] = await s.workflows.insertFlow({ jobs: [{ ...newJob(type), parents: [] }, { ...newJob(type), parents: [] }], onParentFailure: 'cancel', batchId: b.id });
+      await s.workflows.closeBatch({ batchId: b.id });
+      assert.equal((await s.jobs.cancel({ id: m1!.id })).applied, true);
+      assert.deepEqual(((x) => [x.state, x.pending, x.cancelled])((await s.workflows.getBatch({ batchId: b.id }))!), ['closed', 1, 1]);
+      const [c] = await claim(s, type);
+      assert.equal(c?.id, m2!.id);
+      const r = await s.jobs.bulk({ action: 'cancel', filter: { type }, afterId: null, throughId: m2!.id, limit: 10, bulkId: uniq('b'), ...BY });
+      assert.deepEqual(r.ids, [m2!.id], 'a running member, cancelled in bulk');
+      const done = (await s.workflows.getBatch({ batchId: b.id }))!;
+      assert.deepEqual([done.state, done.pending, done.cancelled], ['done', 0, 2]);
+      assert.equal((await s.jobs.list({ type: cbType, limit: 5 })).length, 1, 'the callback, once');
+      assert.equal((await s.leases.finish({ items: [finishOf(c!)] }))[0]?.applied, false, 'the stale worker\'s finish counts nothing');
+      assert.equal((await s.workflows.getBatch({ batchId: b.id }))!.cancelled, 2);
     });
   });
 }

@@ -8,14 +8,15 @@
  */
 import { html } from 'hono/html';
 import { jobHistory } from '../../core/job-history.js';
+import { ACTION_STATUSES, retryRefusal } from '../../core/operator.js';
 import type { AttemptRow, BatchRow, EffectRow, JobDependencies, JobEvent, JobRow } from '../../core/storage.js';
 import type { PageContext, PageSpec } from '../layout.js';
 import { duration, json, truncate } from '../layout.js';
 import type { Cell, Column, LiveModel, Part } from '../view.js';
 import { badge, button, cell, iso, slot, tableHtml, text, when } from '../view.js';
 
-const RETRYABLE = new Set(['queued', 'failed', 'dead', 'cancelled']);
-export const CANCELLABLE = new Set(['queued', 'failed', 'running']);
+const RETRYABLE = new Set<string>(ACTION_STATUSES.retry);
+export const CANCELLABLE = new Set<string>(ACTION_STATUSES.cancel);
 const NOTICES: Record<string, string> = { retried: 'The job is due now; a worker will pick it up.', cancelled: 'The job is cancelled.' };
 
 export interface JobData {
@@ -36,7 +37,7 @@ export const cancelQuestion = (job: JobRow) => `Cancel job ${job.id} (${job.type
 
 function actions(ctx: PageContext, job: JobRow): Part[] {
   const parts: Part[] = [];
-  if (RETRYABLE.has(job.status)) parts.push(button({ a: `${ctx.base}/jobs/${job.id}/retry`, l: job.status === 'queued' || job.status === 'failed' ? 'Run now' : 'Retry', c: 'primary' }));
+  if (RETRYABLE.has(job.status) && retryRefusal(job) === null) parts.push(button({ a: `${ctx.base}/jobs/${job.id}/retry`, l: job.status === 'queued' || job.status === 'failed' ? 'Run now' : 'Retry', c: 'primary' }));
   if (CANCELLABLE.has(job.status)) parts.push(button({ a: `${ctx.base}/jobs/${job.id}/cancel`, l: 'Cancel', c: 'danger', k: cancelQuestion(job) }));
   return parts;
 }

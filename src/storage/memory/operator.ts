@@ -7,6 +7,7 @@ import { ACTION_STATUSES, retryRefusal } from '../../core/operator.js';
 import type { JobStatus } from '../../core/status.js';
 import { slotKey, type MemoryDb, type StoredJob } from './db.js';
 import { type Recording, forgetEvents, recordEvent } from './events.js';
+import { settleBatch, settleChildren } from './workflows.js';
 
 const CANCEL_MESSAGE = 'cancelled by an operator';
 /** the statuses a unique key holds in */
@@ -54,6 +55,9 @@ export function cancelStored(db: MemoryDb, j: StoredJob, now: Date, rec: Recordi
   j.updatedAt = now;
   if (token !== null) db.closeAttempt(j.id, token, { outcome: 'cancelled', error: { code: 'CANCELLED', message: CANCEL_MESSAGE } }, now);
   if (rec) recordEvent(db, j.id, now, 'cancelled', before, rec);
+  // it ends for its workflow and its batch as a finish would
+  if (j.children) settleChildren(db, j, now);
+  if (j.batchId !== undefined) settleBatch(db, j, now);
   return true;
 }
 

@@ -14,6 +14,7 @@ import { type Db, type Queryable, type ResultHeader, type Stmt, exec, isDuplicat
 import { type Changed, eventStatement, eventsSql } from './events.js';
 import { NOW, type Row, type Tables, parseUtc, sharedSql, waitMs } from './sql.js';
 import { RETRY_GUARD } from '../operator-guards.js';
+import { settleCancelled, workflowsSql } from './workflows.js';
 
 const CANCEL_MESSAGE = 'cancelled by an operator';
 
@@ -35,7 +36,7 @@ export function bulkSql(t: Tables) {
   return {
     ...sharedSql(t),
     take: (b: CheckedRange): string => `-- leasehold bulkTake: lock the jobs of one bulk batch in id order (ids in a range, of the action's statuses and the filter), with the now of the change
-      SELECT id, status, attempts, locked_by, lease_token, started_at, run_at, ${NOW} AS db_now FROM ${t.jobs} FORCE INDEX (PRIMARY)
+      SELECT id, status, attempts, locked_by, lease_token, started_at, run_at, dependents, batch_id, ${NOW} AS db_now FROM ${t.jobs} FORCE INDEX (PRIMARY)
       WHERE ${where(b)} ORDER BY id LIMIT ? FOR UPDATE`,
     count: (b: CheckedRange): string => `-- leasehold bulkCount: how many jobs of an id range, of the action's statuses and the filter, a bulk action would take
       SELECT COUNT(*) AS n FROM ${t.jobs} WHERE ${where(b)}`,
@@ -88,8 +89,10 @@ export class MysqlBulk extends SqlAggregate<Db, BulkSql> {
       else await exec(c, this.sql.cancel, [now, CANCEL_MESSAGE, now, ids]);
       const changed: Changed[] = rows.map((r) => ({ id: BigInt(String(r.id)), was: String(r.status) as JobStatus, wasAttempts: Number(r.attempts) }));
       const attempts = b.action === 'cancel' ? closedAttempts(this.sql, rows, now) : null;
+      // cancelled jobs end for their workflows and batches as a finish would
+      const settled = b.action === 'cancel' ? await settleCancelled(c, workflowsSql(this.db.t), rows, now) : [];
       const events = eventStatement(this.events, b.action === 'retry' ? 'retried' : 'cancelled', changed, { ...b.operator, bulkId: b.bulkId });
-      last = [attempts, events].filter((s): s is Stmt => s !== null);
+      last = [attempts, events, ...settled].filter((s): s is Stmt => s !== null);
     }
     const done = await runLast(c, last);
     const deleted = b.action === 'delete' ? (done[2] as ResultHeader).affectedRows : ids.length;

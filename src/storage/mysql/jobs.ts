@@ -19,7 +19,7 @@ import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../.
 import { matchCount, searchPage } from '../search-pages.js';
 import { MysqlMatchReader } from './search.js';
 import { SqlAggregate } from '../aggregates.js';
-import { notHeld, workflowsSql } from './workflows.js';
+import { notHeld, settleCancelled, workflowsSql } from './workflows.js';
 import { RETRY_GUARD } from '../operator-guards.js';
 
 export function jobsSql(t: Tables) {
@@ -38,7 +38,7 @@ export function jobsSql(t: Tables) {
     cancelJob: `-- leasehold cancelJob: admin cancel: cancelled now, lease cleared, error code CANCELLED
       UPDATE ${t.jobs} SET status = 'cancelled', finished_at = ${NOW}, locked_by = NULL, lease_token = NULL,
         locked_until = NULL, last_error_code = 'CANCELLED', last_error = ?, updated_at = ${NOW}
-      WHERE id = ? AND status IN ('queued', 'failed', 'running')`,
+      WHERE id = ? AND status IN ('queued', 'failed', 'running', 'waiting')`,
     pruneCandidates: `-- leasehold pruneCandidates: lock finished jobs past retention, at most N
       SELECT id FROM ${t.jobs} FORCE INDEX (${t.jobs}_prune)
       WHERE status IN (?) AND finished_at < ${NOW} - INTERVAL ? MICROSECOND AND ${notHeld(t, t.jobs)} ORDER BY finished_at, id LIMIT ? FOR UPDATE`,
@@ -158,6 +158,8 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
         await exec(c, this.sql.insertAttempts(1), [...row, 'cancelled', 'CANCELLED', CANCEL_MESSAGE, null, null, waitMs(prev.run_at, started)]);
       }
       if (applied && by) await this.#record(c, 'cancelled', id, prev, by);
+      // it ends for its workflow and its batch as a finish would
+      if (applied && after) for (const w of await settleCancelled(c, workflowsSql(this.db.t), [prev], String(after.finished_at))) await exec(c, w.sql, w.values);
       return { job: after ? toJobRow(after) : null, applied };
     }, true);
   }

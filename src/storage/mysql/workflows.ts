@@ -189,6 +189,15 @@ export async function settleChildren(
   });
 }
 
+/** An operator's cancel of these locked jobs ends them for their workflows and batches as a finish would: the writes to send in its transaction. */
+export async function settleCancelled(c: Queryable, sql: WorkflowsSql, jobs: readonly Row[], now: string): Promise<Stmt[]> {
+  const members = jobs.filter((r) => r.batch_id != null).map((r) => ({ batchId: BigInt(String(r.batch_id)), status: 'cancelled' as const }));
+  const parents = jobs.filter((r) => r.dependents != null).map((r) => ({ id: BigInt(String(r.id)), status: 'cancelled' as const }));
+  const out = parents.length > 0 ? await settleChildren(c, sql, parents, now, (batchId) => members.push({ batchId, status: 'cancelled' })) : [];
+  if (members.length > 0) out.push(...(await settleBatches(c, sql, members, now)));
+  return out;
+}
+
 export class MysqlWorkflows extends SqlAggregate<Db, WorkflowsSql> implements WorkflowStore {
   constructor(db: Db) {
     super(db, workflowsSql(db.t));

@@ -14,6 +14,7 @@ import { type Db, type Queryable, query } from './db.js';
 import { type EventsSql, eventsSql, recordEvents } from './events.js';
 import { NOW, durationSince, waitSince } from './sql.js';
 import { RETRY_GUARD } from '../operator-guards.js';
+import { settleBatchesSql, settleChildrenSql } from './workflows.js';
 
 const CANCEL_MESSAGE = 'cancelled by an operator';
 
@@ -51,14 +52,14 @@ WITH ${cand('id, status, attempts, unique_key', RETRY_GUARD)}, upd AS (
 SELECT u.id::text AS id, u.was, u.was_attempts, (SELECT count(*) FROM woke) AS notified FROM upd u ORDER BY u.id`,
 
     /** $8 message. A running job's attempt is written as cancelled from the values the lock read, as jobs.cancel writes it. */
-    cancel: `-- leasehold bulkCancel: cancelled now, lease cleared, running attempts written as cancelled, for the batch's jobs; returns each with its status and attempts before
-WITH ${cand('id, status, attempts, locked_by, lease_token, started_at, run_at')}, upd AS (
+    cancel: `-- leasehold bulkCancel: cancelled now, lease cleared, running attempts written as cancelled, workflows and batches settled as a finish would, for the batch's jobs; returns each with its status and attempts before
+WITH RECURSIVE ${cand('id, status, attempts, locked_by, lease_token, started_at, run_at')}, upd AS (
   UPDATE ${s}.jobs j
   SET status = 'cancelled', finished_at = ${NOW}, locked_by = NULL, lease_token = NULL,
       locked_until = NULL, last_error_code = 'CANCELLED', last_error = $8::text, updated_at = ${NOW}
   FROM cand c
   WHERE j.id = c.id
-  RETURNING j.id, c.status AS was, c.attempts AS was_attempts
+  RETURNING j.id, c.status AS was, c.attempts AS was_attempts, j.status, j.dependents, j.batch_id
 ), closed AS (
   INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
                                  outcome, error_code, error_message, wait_ms)
@@ -66,7 +67,7 @@ WITH ${cand('id, status, attempts, locked_by, lease_token, started_at, run_at')}
          'cancelled', 'CANCELLED', $8::text, ${waitSince('c.run_at', 'c.started_at')}
   FROM cand c
   WHERE c.status = 'running' AND c.lease_token IS NOT NULL
-)
+)${settleChildrenSql(s)}${settleBatchesSql(s)}
 SELECT u.id::text AS id, u.was, u.was_attempts FROM upd u ORDER BY u.id`,
 
     delete: `-- leasehold bulkDelete: delete the batch's jobs (none running: the statuses say so)

@@ -19,7 +19,7 @@ import { SqlAggregate } from '../aggregates.js';
 import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../../core/search.js';
 import { matchCount, searchPage } from '../search-pages.js';
 import { PostgresMatchReader } from './search.js';
-import { notHeld } from './workflows.js';
+import { notHeld, settleBatchesSql, settleChildrenSql } from './workflows.js';
 import { RETRY_GUARD } from '../operator-guards.js';
 
 export function jobsSql(s: string) {
@@ -58,16 +58,16 @@ SELECT false, 0, j.* FROM ${s}.jobs j WHERE j.id = $1::bigint AND NOT EXISTS (SE
      * $1 id, $2 message. `locked` reads the row under its lock, as it is after a claim or finish
      * that committed meanwhile, so a running attempt is closed with the lease it really had.
      */
-    cancel: `-- leasehold cancelJob: queued/failed/running -> cancelled, lease cleared, a running attempt written as cancelled; returns the row and whether it applied
-WITH locked AS (
+    cancel: `-- leasehold cancelJob: queued/failed/running/waiting -> cancelled, lease cleared, a running attempt written as cancelled, its workflow and batch settled as a finish would; returns the row and whether it applied
+WITH RECURSIVE locked AS (
   SELECT id, status, attempts, locked_by, lease_token, started_at, run_at FROM ${s}.jobs WHERE id = $1::bigint FOR UPDATE
 ), upd AS (
   UPDATE ${s}.jobs j
   SET status = 'cancelled', finished_at = ${NOW}, locked_by = NULL, lease_token = NULL,
       locked_until = NULL, last_error_code = 'CANCELLED', last_error = $2::text, updated_at = ${NOW}
   FROM locked l
-  WHERE j.id = l.id AND l.status IN ('queued','failed','running')
-  RETURNING ${jobColumns('j')}
+  WHERE j.id = l.id AND l.status IN ('queued','failed','running','waiting')
+  RETURNING ${jobColumns('j')}, j.dependents, j.batch_id
 ), closed AS (
   INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
                                  outcome, error_code, error_message, wait_ms)
@@ -75,10 +75,10 @@ WITH locked AS (
          'cancelled', 'CANCELLED', $2::text, ${waitSince('l.run_at', 'l.started_at')}
   FROM locked l
   WHERE l.status = 'running' AND EXISTS (SELECT 1 FROM upd)
-)
+)${settleChildrenSql(s)}${settleBatchesSql(s)}
 SELECT true AS applied, upd.* FROM upd
 UNION ALL
-SELECT false, ${jobColumns('j')} FROM ${s}.jobs j WHERE j.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM upd)`,
+SELECT false, ${jobColumns('j')}, j.dependents, j.batch_id FROM ${s}.jobs j WHERE j.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM upd)`,
 
     /** $1 statuses, $2 older than ms, $3 limit; attempts and events go with their jobs */
     prune: `-- leasehold pruneJobs: delete up to $3 finished jobs of the listed statuses finished more than $2 ms ago, and their attempts and events

@@ -11,6 +11,7 @@ import { EVENT_SQL, type Recording, recordEvent } from './events.js';
 import { toJobRow } from './sql.js';
 import type { SqlJob } from './sql.js';
 import { RETRY_GUARD } from '../operator-guards.js';
+import { BatchTally, settleChildren } from './workflows.js';
 
 export type AdminResult = { job: JobRow | null; applied: boolean };
 
@@ -28,11 +29,11 @@ export const OPERATOR_SQL = {
           AND h.status IN ('queued','failed','running') AND h.id <> {p}jobs.id) THEN NULL ELSE unique_key END
     WHERE id = @id AND status IN ('queued','failed','dead','cancelled') AND ${RETRY_GUARD}
     RETURNING *`,
-  cancel: `-- leasehold jobs.cancel: admin cancel: queued/failed/running → cancelled, lease cleared
+  cancel: `-- leasehold jobs.cancel: admin cancel: queued/failed/running/waiting → cancelled, lease cleared
     UPDATE {p}jobs
     SET status = 'cancelled', finished_at = @now, locked_by = NULL, lease_token = NULL,
         locked_until = NULL, last_error_code = 'CANCELLED', last_error = @message, updated_at = @now
-    WHERE id = @id AND status IN ('queued','failed','running')
+    WHERE id = @id AND status IN ('queued','failed','running','waiting')
     RETURNING *`,
   deleteAttempts: `-- leasehold operator.deleteAttempts: delete the attempt rows of the jobs deleteJobs will delete
     DELETE FROM {p}job_attempts WHERE job_id IN (SELECT id FROM {p}jobs WHERE id IN (SELECT value FROM json_each(@ids)) AND status <> 'running')`,
@@ -76,5 +77,13 @@ export function cancelRow(db: SqliteDb, id: number, now: number, rec: Recording 
   const row = db.stmt(OPERATOR_SQL.cancel).get({ id, now, message: CANCEL_MESSAGE }) as SqlJob | undefined;
   if (!row) return { job: toJobRow(before), applied: false };
   if (rec) recordEvent(db, id, now, 'cancelled', before, rec);
+  // it ends for its workflow and its batch as a finish would, in the same transaction
+  const flow = row as SqlJob & { dependents?: number | null; batch_id?: number | null };
+  if (flow.dependents != null || flow.batch_id != null) {
+    const tally = new BatchTally();
+    if (flow.dependents != null) settleChildren(db, id, 'cancelled', now, tally);
+    if (flow.batch_id != null) tally.add(flow.batch_id, 'cancelled');
+    tally.settle(db, now);
+  }
   return { job: toJobRow(row), applied: true };
 }
