@@ -110,5 +110,27 @@ export function operatorGuardTests(h: ConformanceHarness): void {
       assert.equal((await s.leases.finish({ items: [finishOf(c!)] }))[0]?.applied, false, 'the stale worker\'s finish counts nothing');
       assert.equal((await s.workflows.getBatch({ batchId: b.id }))!.cancelled, 2);
     });
+
+    it('a bulk delete leaves a parent its waiting children need and a member its batch waits for, and takes the edges of what it deletes', async () => {
+      const s = db.storage;
+      const type = uniq('del');
+      const [root, child] = await s.workflows.insertFlow({ jobs: [{ ...newJob(type), parents: [] }, { ...newJob(type), parents: [0] }], onParentFailure: 'hold' });
+      const b = await s.workflows.createBatch({ callback: newJob(uniq('cb')), onSuccessOnly: false });
+      const [member] = await s.workflows.insertFlow({ jobs: [{ ...newJob(type), parents: [] }], onParentFailure: 'cancel', batchId: b.id });
+      const [plain] = await s.jobs.insert({ jobs: [newJob(type)] });
+      const del = () => s.jobs.bulk({ action: 'delete', filter: { type }, afterId: null, throughId: plain!.job.id, limit: 10, bulkId: uniq('b'), ...BY });
+      assert.equal(await s.jobs.bulkCount({ action: 'delete', filter: { type }, afterId: null, throughId: plain!.job.id }), 1, 'the count agrees');
+      assert.deepEqual((await del()).ids, [plain!.job.id], 'only the plain job');
+      assert.equal((await mustGet(s, root!.id)).status, 'queued');
+      assert.equal((await mustGet(s, member!.id)).status, 'queued');
+      // the parent dies and is held; cancelling the child frees it for a delete, which takes the edge too
+      const [c] = await claim(s, type);
+      await s.leases.finish({ items: [dead(c!)] });
+      assert.deepEqual((await del()).ids, [], 'a dead parent held for an operator stays');
+      await s.jobs.cancel({ id: child!.id });
+      assert.deepEqual((await del()).ids, [root!.id, child!.id]);
+      assert.deepEqual(await s.workflows.dependencies({ jobId: child!.id, limit: 10 }), { parents: [], children: [] });
+    });
   });
 }
+

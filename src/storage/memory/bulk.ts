@@ -3,10 +3,18 @@
  * (ids in the range, matching the filter, lowest first) are changed as jobs.retry / jobs.cancel
  * change one job (operator.ts), each event naming the bulk action, or deleted with their history.
  */
-import { type CheckedRange, checkBulkBatch, checkBulkRange, nextAfter, rangeIsEmpty } from '../../core/operator.js';
+import { type CheckedRange, checkBulkBatch, checkBulkRange, nextAfter, rangeIsEmpty, retryRefusal } from '../../core/operator.js';
 import type { BulkBatch, BulkBatchResult, BulkRange } from '../../core/storage.js';
 import type { MemoryDb, StoredJob } from './db.js';
 import { cancelStored, deleteStored, retryStored } from './operator.js';
+import { heldByWaiting } from './workflows.js';
+
+/** What an action may take besides its statuses, as the SQL adapters' guards (operator-guards.ts): a delete leaves what a workflow or a batch still waits for. */
+function takes(db: MemoryDb, action: CheckedRange['action'], j: StoredJob): boolean {
+  if (action === 'retry') return retryRefusal(j) === null;
+  if (action === 'delete') return !heldByWaiting(db, j) && !(j.batchId !== undefined && (j.status === 'queued' || j.status === 'failed'));
+  return true;
+}
 
 /** The range's jobs that the action may take, lowest id first. */
 function inRange(db: MemoryDb, b: CheckedRange): StoredJob[] {
@@ -15,9 +23,10 @@ function inRange(db: MemoryDb, b: CheckedRange): StoredJob[] {
   const ids = b.ids === null ? null : new Set(b.ids);
   return [...db.jobs.values()]
     .filter((j) => BigInt(j.seq) > after && BigInt(j.seq) <= through && b.statuses.includes(j.status) &&
-      (b.queue === null || j.queue === b.queue) && (b.type === null || j.type === b.type) && (ids === null || ids.has(j.id)))
+      (b.queue === null || j.queue === b.queue) && (b.type === null || j.type === b.type) && (ids === null || ids.has(j.id)) && takes(db, b.action, j))
     .sort((x, y) => x.seq - y.seq);
 }
+
 
 export class MemoryBulk {
   constructor(private readonly db: MemoryDb) {}

@@ -13,13 +13,13 @@ import { SqlAggregate } from '../aggregates.js';
 import { type Db, type Queryable, type ResultHeader, type Stmt, exec, isDuplicate, run, runLast } from './db.js';
 import { type Changed, eventStatement, eventsSql } from './events.js';
 import { NOW, type Row, type Tables, parseUtc, sharedSql, waitMs } from './sql.js';
-import { RETRY_GUARD } from '../operator-guards.js';
-import { settleCancelled, workflowsSql } from './workflows.js';
+import { DELETE_GUARD, RETRY_GUARD } from '../operator-guards.js';
+import { notHeld, settleCancelled, workflowsSql } from './workflows.js';
 
 const CANCEL_MESSAGE = 'cancelled by an operator';
 
-function where(b: CheckedRange): string {
-  const terms = ['id > ? AND id <= ? AND status IN (?)', b.action === 'retry' ? RETRY_GUARD : null, b.queue !== null ? 'queue = ?' : null, b.type !== null ? 'type = ?' : null, b.ids !== null ? 'id IN (?)' : null];
+function where(t: Tables, b: CheckedRange): string {
+  const terms = ['id > ? AND id <= ? AND status IN (?)', b.action === 'retry' ? RETRY_GUARD : null, b.action === 'delete' ? `${notHeld(t, t.jobs)} AND ${DELETE_GUARD}` : null, b.queue !== null ? 'queue = ?' : null, b.type !== null ? 'type = ?' : null, b.ids !== null ? 'id IN (?)' : null];
   return terms.filter((x) => x !== null).join(' AND ');
 }
 
@@ -37,9 +37,9 @@ export function bulkSql(t: Tables) {
     ...sharedSql(t),
     take: (b: CheckedRange): string => `-- leasehold bulkTake: lock the jobs of one bulk batch in id order (ids in a range, of the action's statuses and the filter), with the now of the change
       SELECT id, status, attempts, locked_by, lease_token, started_at, run_at, dependents, batch_id, ${NOW} AS db_now FROM ${t.jobs} FORCE INDEX (PRIMARY)
-      WHERE ${where(b)} ORDER BY id LIMIT ? FOR UPDATE`,
+      WHERE ${where(t, b)} ORDER BY id LIMIT ? FOR UPDATE`,
     count: (b: CheckedRange): string => `-- leasehold bulkCount: how many jobs of an id range, of the action's statuses and the filter, a bulk action would take
-      SELECT COUNT(*) AS n FROM ${t.jobs} WHERE ${where(b)}`,
+      SELECT COUNT(*) AS n FROM ${t.jobs} WHERE ${where(t, b)}`,
     retry: `-- leasehold bulkRetry: back to queued, due now, attempts reset, lease and finish cleared (rows this transaction locked)
       UPDATE ${t.jobs} FORCE INDEX (PRIMARY) SET status = 'queued', run_at = CAST(? AS DATETIME(6)), attempts = 0, locked_by = NULL, lease_token = NULL,
         locked_until = NULL, finished_at = NULL, updated_at = CAST(? AS DATETIME(6))
@@ -84,6 +84,7 @@ export class MysqlBulk extends SqlAggregate<Db, BulkSql> {
     let last: Stmt[];
     if (b.action === 'delete') {
       last = [this.sql.deleteAttempts, this.sql.deleteEvents, this.sql.deleteJobs].map((sql) => ({ sql, values: [ids] }));
+      last.push({ sql: workflowsSql(this.db.t).forgetEdges, values: [ids, ids] });
     } else {
       if (b.action === 'retry') await this.#retry(c, ids, now);
       else await exec(c, this.sql.cancel, [now, CANCEL_MESSAGE, now, ids]);

@@ -13,12 +13,14 @@ import { SqlAggregate } from '../aggregates.js';
 import { type Db, type Queryable, query } from './db.js';
 import { type EventsSql, eventsSql, recordEvents } from './events.js';
 import { NOW, durationSince, waitSince } from './sql.js';
-import { RETRY_GUARD } from '../operator-guards.js';
-import { settleBatchesSql, settleChildrenSql } from './workflows.js';
+import { DELETE_GUARD, RETRY_GUARD } from '../operator-guards.js';
+import { notHeld, settleBatchesSql, settleChildrenSql } from './workflows.js';
 
 const CANCEL_MESSAGE = 'cancelled by an operator';
 
 function bulkSql(s: string) {
+  // what each action may take besides its statuses (operator-guards.ts)
+  const guard: Record<CheckedRange['action'], string> = { retry: RETRY_GUARD, cancel: 'true', delete: `${notHeld(s, `${s}.jobs`)} AND ${DELETE_GUARD}` };
   /** $1 after id, $2 through id, $3 statuses, $4 queue, $5 type, $7 ids (null: any), $6 limit */
   const cand = (cols: string, guard = 'true'): string => `cand AS (
   SELECT ${cols} FROM ${s}.jobs
@@ -35,7 +37,7 @@ function bulkSql(s: string) {
      * stays with that job: this one comes back without it (jobs.retry's rule, batch-wide).
      */
     retry: `-- leasehold bulkRetry: back to queued, due now, attempts reset, for the batch's jobs; returns each with its status and attempts before
-WITH ${cand('id, status, attempts, unique_key', RETRY_GUARD)}, upd AS (
+WITH ${cand('id, status, attempts, unique_key', guard.retry)}, upd AS (
   UPDATE ${s}.jobs j
   SET status = 'queued', run_at = ${NOW}, attempts = 0, locked_by = NULL, lease_token = NULL,
       locked_until = NULL, finished_at = NULL, updated_at = ${NOW},
@@ -71,21 +73,23 @@ WITH RECURSIVE ${cand('id, status, attempts, locked_by, lease_token, started_at,
 SELECT u.id::text AS id, u.was, u.was_attempts FROM upd u ORDER BY u.id`,
 
     delete: `-- leasehold bulkDelete: delete the batch's jobs (none running: the statuses say so)
-WITH ${cand('id')}
+WITH ${cand('id', guard.delete)}
 DELETE FROM ${s}.jobs j USING cand c WHERE j.id = c.id
 RETURNING j.id::text AS id`,
 
     /** $1 ids: a statement of its own, after the jobs' delete, so it sees rows committed while that waited */
-    forget: `-- leasehold bulkDelete: delete the attempt rows and events of the jobs just deleted
+    forget: `-- leasehold bulkDelete: delete the attempt rows, events and workflow edges of the jobs just deleted
 WITH history AS (
   DELETE FROM ${s}.job_attempts WHERE job_id = ANY($1::bigint[])
+), edges AS (
+  DELETE FROM ${s}.job_dependencies WHERE parent_id = ANY($1::bigint[]) OR child_id = ANY($1::bigint[])
 )
 DELETE FROM ${s}.job_events WHERE job_id = ANY($1::bigint[])`,
 
     /** the range of `cand`, counted; $6 ids (null: any) */
-    count: `-- leasehold bulkCount: how many jobs of an id range, of these statuses and the filter, a bulk action would take
+    count: (action: CheckedRange['action']): string => `-- leasehold bulkCount: how many jobs of an id range, of these statuses and the filter, a bulk action would take
 SELECT count(*)::int AS n FROM ${s}.jobs
-WHERE id > $1::bigint AND id <= $2::bigint AND status = ANY($3::text[])
+WHERE id > $1::bigint AND id <= $2::bigint AND status = ANY($3::text[]) AND ${guard[action]}
   AND ($4::text IS NULL OR queue = $4::text) AND ($5::text IS NULL OR type = $5::text)
   AND ($6::bigint[] IS NULL OR id = ANY($6::bigint[]))`,
   };
@@ -127,7 +131,7 @@ export class PostgresBulk extends SqlAggregate<Db, ReturnType<typeof bulkSql>> {
   async count(p: BulkRange): Promise<number> {
     const b = checkBulkRange(p);
     if (rangeIsEmpty(b)) return 0;
-    const [row] = await this.db.run('bulkCount', this.sql.count, [...rangeParams(b), b.ids]);
+    const [row] = await this.db.run('bulkCount', this.sql.count(b.action), [...rangeParams(b), b.ids]);
     return Number(row?.n ?? 0);
   }
 }

@@ -12,7 +12,8 @@ import type { BulkBatch, BulkBatchResult, BulkRange } from '../../core/storage.j
 import type { SqliteDb } from './db.js';
 import { cancelRow, deleteJobs, retryRow } from './operator.js';
 import { STATUS_TERM } from './search.js';
-import { RETRY_GUARD } from '../operator-guards.js';
+import { DELETE_GUARD, RETRY_GUARD } from '../operator-guards.js';
+import { notHeld } from './workflows.js';
 
 /** The filter's clauses in use only, so SQLite plans each combination on its own (cached per text). */
 function where(b: CheckedRange): string {
@@ -21,6 +22,8 @@ function where(b: CheckedRange): string {
     // constant terms, so a status with a partial index (failed, dead, cancelled) is read from it
     `(${b.statuses.map((st) => STATUS_TERM[st]).join(' OR ')})`,
     b.action === 'retry' ? RETRY_GUARD : null,
+    // a delete leaves the jobs a workflow or a batch still waits for
+    b.action === 'delete' ? `${notHeld('{p}jobs')} AND ${DELETE_GUARD}` : null,
     b.queue !== null ? 'queue = @queue' : null,
     b.type !== null ? 'type = @type' : null,
     b.ids !== null ? 'id IN (SELECT value FROM json_each(@ids))' : null,

@@ -14,7 +14,7 @@ import { insertJobs, insertJobsOn } from './insert.js';
 import { type AdminResult, cancelRow, deleteJobs, retryRow } from './operator.js';
 import { toJobRow, toSqlId } from './sql.js';
 import type { SqlJob } from './sql.js';
-import { FORGET_EDGES, notHeld } from './workflows.js';
+import { notHeld } from './workflows.js';
 
 const JOB_SQL = {
   get: `-- leasehold jobs.get: one job by id
@@ -114,7 +114,6 @@ export class SqliteJobs implements JobStore, SyncJobInsert {
     const cutoff = db.now() - p.olderThanMs;
     return db.write(() => {
       const ids = (db.stmt(JOB_SQL.pruneIds).all({ cutoff, statuses: JSON.stringify(p.statuses), limit: p.limit }) as { id: number }[]).map((r) => r.id);
-      if (ids.length > 0) db.stmt(FORGET_EDGES).run({ ids: JSON.stringify(ids) });
       return deleteJobs(db, ids);
     });
   }

@@ -11,7 +11,7 @@ import { EVENT_SQL, type Recording, recordEvent } from './events.js';
 import { toJobRow } from './sql.js';
 import type { SqlJob } from './sql.js';
 import { RETRY_GUARD } from '../operator-guards.js';
-import { BatchTally, settleChildren } from './workflows.js';
+import { BatchTally, FORGET_EDGES, settleChildren } from './workflows.js';
 
 export type AdminResult = { job: JobRow | null; applied: boolean };
 
@@ -50,6 +50,7 @@ export function deleteJobs(db: SqliteDb, ids: readonly number[]): number {
   const json = JSON.stringify(ids);
   db.stmt(OPERATOR_SQL.deleteAttempts).run({ ids: json });
   db.stmt(EVENT_SQL.forget).run({ ids: json });
+  db.stmt(FORGET_EDGES).run({ ids: json });
   return db.stmt(OPERATOR_SQL.deleteJobs).run({ ids: json }).changes;
 }
 
