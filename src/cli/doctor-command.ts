@@ -66,6 +66,7 @@ async function gather(storage: Storage, flags: RetentionFlags): Promise<DoctorFa
   });
   facts.unhandled = await read('unhandled', async () => {
     const [due, workers] = await Promise.all([storage.queues.dueCounts(), storage.workers.list()]);
+    facts.unhandledComplete = due.complete;
     return findUnhandled(due.counts, workers, now, ALIVE_WITHIN_MS).map((u) => ({ ...u, capped: !due.complete }));
   });
   facts.deadRecently = await read('dead', async () => {

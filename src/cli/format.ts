@@ -35,7 +35,7 @@ export function jobDetail(job: JobRow, attempts: AttemptRow[]): string {
     ['max runtime', `${job.maxRuntimeMs} ms`], ['created', iso(job.createdAt)], ['payload', JSON.stringify(job.payload)],
     ['progress', job.progress ? `${JSON.stringify(job.progress.value)}${job.progress.note === null ? '' : ` (${job.progress.note})`} at ${iso(job.progress.at)}` : null],
     ['result', job.result === undefined ? null : JSON.stringify(job.result)],
-    ['waits for', job.pendingParents === undefined ? null : `${job.pendingParents} parent job(s) not succeeded yet`], ['batch', job.batchId ?? null],
+    ['waits for', job.status !== 'waiting' || job.pendingParents === undefined ? null : `${job.pendingParents} parent job(s) not succeeded yet`], ['batch', job.batchId ?? null],
   ];
   const head = fields.map(([k, v]) => `${k.padEnd(16)} ${v === null || v === undefined ? '-' : terminalSafe(String(v))}`).join('\n');
   const hist = table(

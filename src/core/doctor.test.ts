@@ -84,3 +84,14 @@ describe('doctor: findings from facts', () => {
     assert.deepEqual([humanMs(500), humanMs(90_000), humanMs(-3 * 60_000), humanMs(5 * HOUR), humanMs(3 * DAY)], ['500 ms', '90 s', '-3 min', '5 h', '3 d']);
   });
 });
+
+describe('doctor: unhandled due jobs', () => {
+  const base: DoctorFacts = { dialect: 'sqlite', schemaVersion: 1, expectedSchemaVersion: 1 };
+  const status = (f: DoctorFacts) => diagnose(f).find((x) => x.check === 'unhandled')?.severity;
+  it('none found is ok only when every due job was read', () => {
+    assert.equal(status({ ...base, unhandled: [] }), 'ok');
+    assert.equal(status({ ...base, unhandled: [], unhandledComplete: true }), 'ok');
+    assert.equal(status({ ...base, unhandled: [], unhandledComplete: false }), 'info', 'past the read bound an empty list proves nothing');
+    assert.equal(status({ ...base, unhandled: [{ type: 't', queue: 'q', due: 3, capped: true }], unhandledComplete: false }), 'warning');
+  });
+});

@@ -46,6 +46,8 @@ export interface DoctorFacts {
   expiredLeases?: ExpiredLeaseFact[];
   /** due jobs no live worker has a handler for (runtime findUnhandled) */
   unhandled?: { type: string; queue: string; due: number; capped?: boolean }[];
+  /** false when the due jobs read for `unhandled` stopped at their bound: an empty list then proves nothing */
+  unhandledComplete?: boolean;
   /** jobs that went dead in the last day, by type (at most a page of them counted) */
   deadRecently?: { type: string; count: number }[];
   running?: RunningFact[];
@@ -113,7 +115,8 @@ function leases(expired: ExpiredLeaseFact[]): Finding {
   return finding('leases', 'ok', 'no expired leases');
 }
 
-function unhandled(u: NonNullable<DoctorFacts['unhandled']>): Finding {
+function unhandled(u: NonNullable<DoctorFacts['unhandled']>, complete: boolean): Finding {
+  if (u.length === 0 && !complete) return finding('unhandled', 'info', 'more due jobs than doctor reads; among those read, every one has a live worker for its type');
   if (u.length === 0) return finding('unhandled', 'ok', 'every due job has a live worker for its type');
   // the due jobs read are bounded: past the bound each number is a floor
   const atLeast = u.some((x) => x.capped) ? 'at least ' : '';
@@ -170,7 +173,7 @@ export function diagnose(f: DoctorFacts): Finding[] {
   if (f.storage) out.push(indexes(f.storage));
   if (f.clock) out.push(clock(f.clock));
   if (f.expiredLeases) out.push(leases(f.expiredLeases));
-  if (f.unhandled) out.push(unhandled(f.unhandled));
+  if (f.unhandled) out.push(unhandled(f.unhandled, f.unhandledComplete ?? true));
   if (f.deadRecently) out.push(dead(f.deadRecently));
   if (f.running) out.push(longRunning(f.running));
   if (f.pastRetention) out.push(retention(f.pastRetention));
