@@ -7,21 +7,14 @@
  *
  *   node --import tsx src/tools/dashboard-pages.ts sqlite|postgres|mysql [--scale 1] [--runs 20] [--reuse] [--only text]
  */
-import { parseArgs } from 'node:util';
 import { ROLLUP_SLOTS_PER_SWEEP } from '../../../src/core/chart-rollups.ts';
 import { createDashboard } from '../../../src/dashboard/index.ts';
 import { createClient } from '../../../src/runtime/client.ts';
 import { withOperatorApi } from '../../../src/runtime/operator.ts';
 import { openStorage } from '../../../src/storage/open.ts';
-import { MILLION, dashboardUrl, seedDashboard } from './dashboard-seed.ts';
+import { MILLION, dashboardArgs, dashboardUrl, seedDashboard } from './dashboard-seed.ts';
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: { scale: { type: 'string', default: '1' }, runs: { type: 'string', default: '20' }, reuse: { type: 'boolean', default: false }, only: { type: 'string' } },
-});
-const db = positionals[0] ?? 'sqlite';
-const k = Number(values.scale);
-process.env.BENCH_SQLITE_DIR ??= '/tmp/leasehold-dashboard';
+const { values, db, k } = dashboardArgs();
 
 const t0 = performance.now();
 const shape = { succeeded: MILLION.succeeded * k, dead: MILLION.dead * k, cancelled: MILLION.cancelled * k, due: MILLION.due * k };

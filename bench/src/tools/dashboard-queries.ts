@@ -5,19 +5,12 @@
  *
  *   node --import tsx src/tools/dashboard-queries.ts sqlite|postgres|mysql [--scale 1] [--runs 20] [--reuse] [--only name,name]
  */
-import { parseArgs } from 'node:util';
 import type { Storage } from '../../../src/core/storage.ts';
 import { CHART_RANGES, chartOf } from '../../../src/core/charts.ts';
 import { openStorage } from '../../../src/storage/open.ts';
-import { MILLION, dashboardUrl, seedDashboard } from './dashboard-seed.ts';
+import { MILLION, dashboardArgs, dashboardUrl, seedDashboard } from './dashboard-seed.ts';
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: { scale: { type: 'string', default: '1' }, runs: { type: 'string', default: '20' }, reuse: { type: 'boolean', default: false }, only: { type: 'string' } },
-});
-const db = positionals[0] ?? 'sqlite';
-const k = Number(values.scale);
-process.env.BENCH_SQLITE_DIR ??= '/tmp/leasehold-dashboard';
+const { values, db, k } = dashboardArgs();
 
 /** What the dashboard asks, by name. */
 const QUERIES: Record<string, (s: Storage) => Promise<unknown>> = {

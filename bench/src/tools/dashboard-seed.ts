@@ -7,6 +7,7 @@
  * Used by dashboard-queries.ts; `node --import tsx src/tools/dashboard-seed.ts <db> [scale]`
  * fills and keeps it.
  */
+import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
@@ -201,3 +202,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(`${db}: ${dashboardUrl(db)} filled in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   await storage.close();
 }
+
+/** The dashboard tools' command line: the database, --scale (× a million jobs), --runs, --reuse, --only. */
+export function dashboardArgs() {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { scale: { type: 'string', default: '1' }, runs: { type: 'string', default: '20' }, reuse: { type: 'boolean', default: false }, only: { type: 'string' } },
+  });
+  process.env.BENCH_SQLITE_DIR ??= '/tmp/leasehold-dashboard';
+  return { values, db: positionals[0] ?? 'sqlite', k: Number(values.scale) };
+}
+
