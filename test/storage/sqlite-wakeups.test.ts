@@ -5,7 +5,7 @@
  * database has nothing to watch.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { sqliteStorage } from '../../src/storage/sqlite/index.js';
 import { tempFiles } from './sqlite-support.js';
@@ -14,6 +14,11 @@ import { enqueueElsewhere, idleWorker } from './wakeups-support.js';
 const tempFile = tempFiles();
 
 describe('sqlite wake-ups: a watch on the database files', { timeout: 120_000 }, () => {
+  // the watch and its rest hold nothing open (a worker's poll timer keeps its process alive): this holds the test's
+  let alive: NodeJS.Timeout;
+  before(() => void (alive = setInterval(() => {}, 60_000)));
+  after(() => clearInterval(alive));
+
   it('a worker that never polls runs jobs enqueued by another process, also after a checkpoint truncated the WAL', async () => {
     const file = tempFile();
     const storage = sqliteStorage({ path: file });
