@@ -181,10 +181,11 @@ async function openMysql(server: ThrowawayServer, serverDir: string): Promise<Ch
       ),
     outsideTransactions: (tag) =>
       withMysql(server.adminUrl, async (c) => {
-        // the worker's connections that are running a statement or hold an open transaction
+        // the worker's connections that are running a statement or hold an open transaction; the one
+        // parked for wake-ups (SELECT SLEEP outside any transaction) holds no lock
         const [rows] = await c.query(
           `SELECT count(*) AS busy FROM information_schema.PROCESSLIST p LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID
-           WHERE p.USER = ? AND (p.COMMAND <> 'Sleep' OR t.trx_id IS NOT NULL)`,
+           WHERE p.USER = ? AND (t.trx_id IS NOT NULL OR (p.COMMAND <> 'Sleep' AND coalesce(INSTR(p.INFO, '-- leasehold park: '), 0) <> 1))`,
           [tag],
         );
         return Number((rows as { busy: number }[])[0]?.busy) === 0;
