@@ -8,6 +8,7 @@ import type { JobSummary, JobSummaryQuery } from '../../core/search.js';
 import { type DueCounts, type DueCountsQuery, checkDueCounts, dueCountsOf } from '../../core/due-counts.js';
 import { jobSummary } from '../search-pages.js';
 import { MysqlMatchReader } from './search.js';
+import { wakeupsOf } from './wakeups.js';
 
 export function queuesSql(t: Tables) {
   return {
@@ -89,12 +90,15 @@ export class MysqlQueues extends SqlAggregate<Db, ReturnType<typeof queuesSql>> 
   }
 
   /** The write and the read of its result in one transaction: the state returned is the one this call wrote. */
-  #set(queue: string, paused: boolean): Promise<QueueState> {
+  async #set(queue: string, paused: boolean): Promise<QueueState> {
     const flag = paused ? 1 : 0;
-    return this.db.tx('setQueueState', async (c) => {
+    const state = await this.db.tx('setQueueState', async (c) => {
       await exec(c, this.sql.setQueueState, [queue, flag, flag]);
       return stateOf((await run(c, this.sql.queueState, [queue]))[0]!);
     });
+    // a resumed queue's due jobs are claimable again
+    if (!paused) wakeupsOf(this.db).jobsDue();
+    return state;
   }
 }
 

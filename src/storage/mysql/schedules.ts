@@ -10,6 +10,7 @@ import type { JobRow, ScheduleStore } from '../../core/storage.js';
 import { type Db, type Queryable, exec, isDuplicate, run } from './db.js';
 import { NOW, type Row, type Tables, parseUtc, parseUtcOrNull, sharedSql, toJobRow, toJsonText, utcLiteralOrNull as lit } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
+import { wakeupsOf } from './wakeups.js';
 
 export function schedulesSql(t: Tables) {
   return {
@@ -107,8 +108,8 @@ export class MysqlSchedules extends SqlAggregate<Db, SchedulesSql> implements Sc
     return (await this.db.one('dueSchedules', (c) => run(c, this.sql.due, [p.limit]))).map(toScheduleRow);
   }
 
-  fire(p: FireScheduleParams): Promise<FireScheduleResult> {
-    return this.db.tx('fireSchedule', async (c) => {
+  async fire(p: FireScheduleParams): Promise<FireScheduleResult> {
+    const out = await this.db.tx('fireSchedule', async (c): Promise<FireScheduleResult> => {
       const lastSlot = p.slots.length ? new Date(Math.max(...p.slots.map((d) => d.getTime()))) : null;
       const moved = await exec(c, this.sql.advance, [lit(p.nextRunAt), lit(lastSlot), p.name, lit(p.expectedNextRunAt)]);
       if (moved.affectedRows === 0) return { applied: false, jobIds: [], duplicates: 0 };
@@ -119,10 +120,13 @@ export class MysqlSchedules extends SqlAggregate<Db, SchedulesSql> implements Sc
       }
       return { applied: true, jobIds, duplicates: p.slots.length - jobIds.length };
     });
+    // a slot's job is due at once: workers elsewhere may run its type
+    if (out.jobIds.length > 0) wakeupsOf(this.db).jobsDue();
+    return out;
   }
 
-  runNow(p: { name: string; job: ScheduledJob }): Promise<JobRow | null> {
-    return this.db.tx('runScheduleNow', async (c) => {
+  async runNow(p: { name: string; job: ScheduledJob }): Promise<JobRow | null> {
+    const row = await this.db.tx('runScheduleNow', async (c) => {
       if ((await run(c, this.sql.get, [p.name])).length === 0) return null;
       await exec(c, this.sql.touch, [p.name]);
       const id = await this.insertSlotJob(c, p.name, null, p.job);
@@ -130,6 +134,8 @@ export class MysqlSchedules extends SqlAggregate<Db, SchedulesSql> implements Sc
       const [row] = await run(c, this.sql.jobById, [BigInt(id)]);
       return row ? toJobRow(row) : null;
     });
+    if (row) wakeupsOf(this.db).jobsDue();
+    return row;
   }
 
   private async insertSlotJob(c: Queryable, name: string, slot: Date | null, j: ScheduledJob): Promise<string | null> {
