@@ -27,10 +27,16 @@
  *   member not succeeded, enqueues its callback once: the spec's payload object plus
  *   `batch: { id, total, succeeded, dead, cancelled }`, idempotency key `leasehold:batch:<id>`.
  *   closeBatch of a batch with nothing pending does the same at once.
+ * - workflows.graph: the workflow a job belongs to (the jobs reached from it through edges either
+ *   way), at most `limit`, breadth first from it (capped: more were reachable; core/workflow-reads.ts),
+ *   in id order, and the edges between them; a job without edges is a workflow of one, an unknown id none.
+ * - workflows.listBatches: batches newest first, below `beforeId`; workflows.batchMembers: a
+ *   batch's members in id order, above `afterId`; both at most `limit`, read through indexes.
  * - Retention: jobs.prune and diagnostics.prunable leave out a job while a job waiting for it
  *   (status 'waiting', an edge from it) exists; prune deletes the edges of the jobs it deletes.
  */
 import type { JobRow, NewJob } from './storage-jobs.js';
+import type { JobStatus } from './status.js';
 
 /** One progress report of a running attempt (`workflows.progress`). */
 export interface ProgressParams {
@@ -77,6 +83,36 @@ export interface WorkflowStore {
   getBatch(params: { batchId: string }): Promise<BatchRow | null>;
   /** The jobs a job waits for and those waiting for it (a workflow's edges), each in id order, at most `limit` of each. */
   dependencies(params: { jobId: string; limit: number }): Promise<JobDependencies>;
+}
+
+/** The bounded reads of workflows and batches an operator's pages make (`storage.workflows` has them beside {@link WorkflowStore}). */
+export interface WorkflowReads {
+  /** The workflow a job belongs to: at most `limit` jobs, those nearest it, and the edges between them. */
+  graph(params: { jobId: string; limit: number }): Promise<WorkflowGraph>;
+  /** Batches newest first, below `beforeId` when given, at most `limit`. */
+  listBatches(params: { beforeId?: string | undefined; limit: number }): Promise<BatchRow[]>;
+  /** A batch's members in id order, above `afterId` when given, at most `limit`. */
+  batchMembers(params: { batchId: string; afterId?: string | undefined; limit: number }): Promise<WorkflowNode[]>;
+}
+
+/** A job as a workflow's graph draws it. */
+export interface WorkflowNode {
+  /** the job's id */
+  id: string;
+  /** its type */
+  type: string;
+  /** its status */
+  status: JobStatus;
+}
+
+/** The part of a workflow `workflows.graph` read. */
+export interface WorkflowGraph {
+  /** the jobs in id order: those nearest the one asked for when capped */
+  jobs: WorkflowNode[];
+  /** parent and child ids of the edges between those jobs, in parent then child id order */
+  edges: [parent: string, child: string][];
+  /** true when the workflow has more jobs than were read */
+  capped: boolean;
 }
 
 /** A job's edges in its workflow, by job id. */

@@ -112,7 +112,7 @@ import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from './se
 import type { AttemptSeries, AttemptSeriesQuery } from './charts.js';
 import type { BulkBatch, BulkBatchResult, BulkRange, JobEvent, OperatorChange } from './storage-events.js';
 import type { AlertStore, DiagnosticsStore, LockStore, QueueStore, WorkerStore } from './storage-cluster.js';
-import type { WorkflowStore } from './storage-workflows.js';
+import type { WorkflowReads, WorkflowStore } from './storage-workflows.js';
 
 // the rows, params and results live in ./storage-jobs.ts and ./storage-rows.ts; re-exported
 // here so the contract keeps one import path for adapters, runtime and users
@@ -273,7 +273,7 @@ export interface Storage {
   /** read-only facts for `leasehold doctor` */
   readonly diagnostics: DiagnosticsStore;
   /** results, progress and dependencies between jobs (semantics in ./storage-workflows.ts) */
-  readonly workflows: WorkflowStore;
+  readonly workflows: WorkflowStore & WorkflowReads;
 
   /** Apply pending migrations; safe when several processes call it at once. */
   migrate(): Promise<MigrateResult>;

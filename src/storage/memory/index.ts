@@ -16,7 +16,7 @@ import { MemoryLocks } from './locks.js';
 import { MemoryQueues } from './queues.js';
 import { MemorySchedules } from './schedules.js';
 import { MemoryWorkers } from './workers.js';
-import { MemoryWorkflows } from './workflows.js';
+import { MemoryWorkflowReads } from './workflow-reads.js';
 
 /** Options for {@link memoryStorage}. */
 export interface MemoryStorageOptions {
@@ -28,7 +28,7 @@ export interface MemoryStorageOptions {
 const MIGRATIONS = [{ version: 1, name: 'baseline' }];
 const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
 
-const MEMORY_AGGREGATES = { jobs: MemoryJobs, leases: MemoryLeases, attempts: MemoryAttempts, effects: MemoryEffects, schedules: MemorySchedules, locks: MemoryLocks, workers: MemoryWorkers, queues: MemoryQueues, alerts: MemoryAlerts, diagnostics: MemoryDiagnostics, workflows: MemoryWorkflows } as const;
+const MEMORY_AGGREGATES = { jobs: MemoryJobs, leases: MemoryLeases, attempts: MemoryAttempts, effects: MemoryEffects, schedules: MemorySchedules, locks: MemoryLocks, workers: MemoryWorkers, queues: MemoryQueues, alerts: MemoryAlerts, diagnostics: MemoryDiagnostics, workflows: MemoryWorkflowReads } as const;
 
 export class MemoryStorage extends AggregateStorage<MemoryDb, typeof MEMORY_AGGREGATES> implements Storage {
   readonly dialect = 'memory';

@@ -25,7 +25,7 @@ import { MysqlSchedules } from './schedules.js';
 import { NOW, parseUtc } from './sql.js';
 import { wakeupsOf } from './wakeups.js';
 import { MysqlWorkers } from './workers.js';
-import { MysqlWorkflows } from './workflows.js';
+import { MysqlWorkflowReads } from './workflow-reads.js';
 
 export { classifyMysqlError, type MysqlErrorKind } from './db.js';
 export { MIGRATIONS, SCHEMA_VERSION, type Migration } from './migrations.js';
@@ -52,7 +52,7 @@ const MIN_POOL_TO_PARK = 3;
 const NOW_SQL = `-- leasehold now: the database's clock, UTC, microseconds
   SELECT ${NOW} AS now`;
 
-const MYSQL_AGGREGATES = { jobs: MysqlJobs, leases: MysqlLeases, attempts: MysqlAttempts, effects: MysqlEffects, schedules: MysqlSchedules, locks: MysqlLocks, workers: MysqlWorkers, queues: MysqlQueues, alerts: MysqlAlerts, diagnostics: MysqlDiagnostics, workflows: MysqlWorkflows } as const;
+const MYSQL_AGGREGATES = { jobs: MysqlJobs, leases: MysqlLeases, attempts: MysqlAttempts, effects: MysqlEffects, schedules: MysqlSchedules, locks: MysqlLocks, workers: MysqlWorkers, queues: MysqlQueues, alerts: MysqlAlerts, diagnostics: MysqlDiagnostics, workflows: MysqlWorkflowReads } as const;
 
 export class MysqlStorage extends AggregateStorage<Db, typeof MYSQL_AGGREGATES> implements Storage {
   readonly dialect = 'mysql';

@@ -16,6 +16,7 @@ import { type Db, type Queryable, exec, run, withRetry } from './db.js';
 import { checkServerVersion } from './server-version.js';
 import { NOW } from './sql.js';
 import { WORKFLOW_JOB_COLUMNS, WORKFLOW_TABLES } from './workflows.js';
+import { BATCH_MEMBERS_KEY } from './workflow-reads.js';
 
 /** One numbered step of the schema's history, applied once per database by `migrate()`. */
 export interface Migration {
@@ -78,7 +79,7 @@ export const MIGRATIONS: readonly Migration[] = [
         KEY {p}jobs_sweep (status, locked_until),
         -- finished_at alone: a claim, and a finish that makes the job due again, leave it NULL
         -- and so do not move the row in this index (status is filtered on the row)
-        KEY {p}jobs_prune (finished_at)
+        KEY {p}jobs_prune (finished_at)${BATCH_MEMBERS_KEY}
       ) ${TABLE_OPTS}`,
       // job_attempts: one history row per attempt, written when the attempt ends; one per lease
       `CREATE TABLE IF NOT EXISTS {p}job_attempts (

@@ -29,7 +29,7 @@ import { PostgresQueues } from './queues.js';
 import { PostgresSchedules } from './schedules.js';
 import { NOW, quoteSchema } from './sql.js';
 import { PostgresWorkers } from './workers.js';
-import { PostgresWorkflows } from './workflows.js';
+import { PostgresWorkflowReads } from './workflow-reads.js';
 
 export { classifyPgError, isTransientPgError } from './db.js';
 export { NOTIFY_CHANNEL, PgListener } from './listener.js';
@@ -91,7 +91,7 @@ function createPool(opts: PostgresStorageOptions): pg.Pool {
   return pool;
 }
 
-const POSTGRES_AGGREGATES = { jobs: PostgresJobs, leases: PostgresLeases, attempts: PostgresAttempts, effects: PostgresEffects, schedules: PostgresSchedules, locks: PostgresLocks, workers: PostgresWorkers, queues: PostgresQueues, alerts: PostgresAlerts, diagnostics: PostgresDiagnostics, workflows: PostgresWorkflows } as const;
+const POSTGRES_AGGREGATES = { jobs: PostgresJobs, leases: PostgresLeases, attempts: PostgresAttempts, effects: PostgresEffects, schedules: PostgresSchedules, locks: PostgresLocks, workers: PostgresWorkers, queues: PostgresQueues, alerts: PostgresAlerts, diagnostics: PostgresDiagnostics, workflows: PostgresWorkflowReads } as const;
 
 export class PostgresStorage extends AggregateStorage<Db, typeof POSTGRES_AGGREGATES> implements Storage {
   readonly dialect = 'postgres';

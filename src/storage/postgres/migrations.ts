@@ -8,6 +8,7 @@ import type { MigrateResult } from '../../core/storage.js';
 import type { Db } from './db.js';
 import { CLAIM_COLUMNS, leasesSql } from './leases.js';
 import { WORKFLOW_JOB_COLUMNS, workflowTables } from './workflows.js';
+import { batchMembersIndex } from './workflow-reads.js';
 
 /** The SQL types of the claim's columns, for the function's result. */
 const CLAIM_TYPES: Record<(typeof CLAIM_COLUMNS)[number], string> = {
@@ -80,8 +81,7 @@ CREATE INDEX jobs_finished_at_idx ON ${s}.jobs (finished_at) WHERE finished_at I
 CREATE UNIQUE INDEX jobs_schedule_slot_idx ON ${s}.jobs (schedule_name, slot_at) WHERE schedule_name IS NOT NULL;
 -- one job per unique key among the jobs that hold it (queued, failed, running): a finish frees the key
 CREATE UNIQUE INDEX jobs_unique_key_idx ON ${s}.jobs (unique_key) WHERE unique_key IS NOT NULL AND status IN ('queued','failed','running');
-${workflowTables(s)}
--- job_attempts: one row per ended attempt, written by the write that ends it; found by its job
+${workflowTables(s)}${batchMembersIndex(s)}-- job_attempts: one row per ended attempt, written by the write that ends it; found by its job
 -- (listing, pruning), so no foreign key to check and no second index to keep per insert
 CREATE TABLE ${s}.job_attempts (
   id              bigserial   NOT NULL,

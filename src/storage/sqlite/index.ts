@@ -25,7 +25,7 @@ import { SqliteSchedules } from './schedules.js';
 import { checkPrefix } from './sql.js';
 import { SqliteWorkers } from './workers.js';
 import { FileWakeups } from './wakeups.js';
-import { SqliteWorkflows } from './workflows.js';
+import { SqliteWorkflowReads } from './workflow-reads.js';
 
 export { SQLITE_DRIVERS } from './driver.js';
 export type { SqliteDriverName } from './driver.js';
@@ -45,7 +45,7 @@ export interface SqliteStorageOptions {
   driver?: SqliteDriverName;
 }
 
-const SQLITE_AGGREGATES = { jobs: SqliteJobs, leases: SqliteLeases, attempts: SqliteAttempts, effects: SqliteEffects, schedules: SqliteSchedules, locks: SqliteLocks, workers: SqliteWorkers, queues: SqliteQueues, alerts: SqliteAlerts, diagnostics: SqliteDiagnostics, workflows: SqliteWorkflows } as const;
+const SQLITE_AGGREGATES = { jobs: SqliteJobs, leases: SqliteLeases, attempts: SqliteAttempts, effects: SqliteEffects, schedules: SqliteSchedules, locks: SqliteLocks, workers: SqliteWorkers, queues: SqliteQueues, alerts: SqliteAlerts, diagnostics: SqliteDiagnostics, workflows: SqliteWorkflowReads } as const;
 
 export class SqliteStorage extends AggregateStorage<SqliteDb, typeof SQLITE_AGGREGATES> implements Storage {
   readonly dialect = 'sqlite';

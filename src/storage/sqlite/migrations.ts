@@ -13,6 +13,7 @@ import type { MigrateResult } from '../../core/storage.js';
 import type { SqliteDb } from './db.js';
 import { withPrefix } from './sql.js';
 import { WORKFLOW_JOB_COLUMNS, WORKFLOW_TABLES } from './workflows.js';
+import { BATCH_MEMBERS_INDEX } from './workflow-reads.js';
 
 /** One numbered step of the schema's history, applied once per database by `migrate()`. */
 export interface Migration {
@@ -85,8 +86,7 @@ CREATE UNIQUE INDEX {p}jobs_schedule_slot_idx ON {p}jobs (schedule_name, slot_at
 -- one job per unique key among waiting and running jobs; a finished job frees its key
 CREATE UNIQUE INDEX {p}jobs_unique_key_idx ON {p}jobs (unique_key)
   WHERE unique_key IS NOT NULL AND status IN ('queued','failed','running');
-${WORKFLOW_TABLES}
--- ids are never reused without AUTOINCREMENT, which rewrites its sqlite_sequence row on every
+${WORKFLOW_TABLES}${BATCH_MEMBERS_INDEX}-- ids are never reused without AUTOINCREMENT, which rewrites its sqlite_sequence row on every
 -- insert: a new id is above both the largest id in the table and this floor, the largest id
 -- deleted. The effect ledger outlives pruned jobs and names them by id.
 CREATE TABLE {p}job_id_floor (

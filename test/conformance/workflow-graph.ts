@@ -1,0 +1,82 @@
+/** workflows.graph, listBatches and batchMembers (src/core/storage-workflows.ts): bounded reads for an operator's pages. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { FlowJob, Storage } from '../../src/core/storage.js';
+import type { ConformanceHarness } from './index.js';
+import { newJob, uniq, useDb } from './helpers.js';
+import { diamond, succeed } from './workflows.js';
+
+/** A chain of `n` jobs of one fresh type, each after the one before. */
+async function chain(s: Storage, n: number): Promise<string[]> {
+  const type = uniq('chain');
+  const rows = await s.workflows.insertFlow({ jobs: Array.from({ length: n }, (_, i): FlowJob => ({ ...newJob(type), parents: i === 0 ? [] : [i - 1] })), onParentFailure: 'cancel' });
+  return rows.map((r) => r.id);
+}
+
+const ids = (g: { jobs: { id: string }[] }) => g.jobs.map((j) => j.id);
+
+export function workflowGraphTests(h: ConformanceHarness): void {
+  describe('workflows: graph and batch reads', () => {
+    const db = useDb(h);
+
+    it('graph: the whole diamond from any of its jobs, in id order, with its edges and statuses; no other workflow', async () => {
+      const s = db.storage;
+      const other = await diamond(s);
+      const { type, ids: d } = await diamond(s);
+      await succeed(s, type, d.root);
+      const all = [d.root, d.left, d.right, d.join];
+      for (const from of all) {
+        const g = await s.workflows.graph({ jobId: from, limit: 100 });
+        assert.deepEqual(ids(g), all, `from ${from}`);
+        assert.deepEqual(g.edges, [[d.root, d.left], [d.root, d.right], [d.left, d.join], [d.right, d.join]]);
+        assert.equal(g.capped, false);
+        assert.deepEqual(g.jobs.map((j) => [j.type, j.status]), [[type, 'succeeded'], [type, 'queued'], [type, 'queued'], [type, 'waiting']]);
+      }
+      assert.deepEqual(ids(await s.workflows.graph({ jobId: other.ids.join, limit: 100 })), [other.ids.root, other.ids.left, other.ids.right, other.ids.join]);
+    });
+
+    it('graph: capped at the limit, keeping the jobs nearest the one asked for and the edges between them', async () => {
+      const s = db.storage;
+      const c = await chain(s, 6);
+      const head = await s.workflows.graph({ jobId: c[0]!, limit: 3 });
+      assert.deepEqual([ids(head), head.edges, head.capped], [c.slice(0, 3), [[c[0], c[1]], [c[1], c[2]]], true]);
+      const tail = await s.workflows.graph({ jobId: c[5]!, limit: 2 });
+      assert.deepEqual([ids(tail), tail.edges, tail.capped], [c.slice(4), [[c[4], c[5]]], true]);
+      const mid = await s.workflows.graph({ jobId: c[2]!, limit: 3 });
+      assert.deepEqual([ids(mid), mid.capped], [c.slice(1, 4), true]);
+      const whole = await s.workflows.graph({ jobId: c[3]!, limit: 6 });
+      assert.deepEqual([ids(whole), whole.edges.length, whole.capped], [c, 5, false]);
+      const { ids: d } = await diamond(s);
+      const near = await s.workflows.graph({ jobId: d.root, limit: 3 });
+      assert.deepEqual([ids(near), near.edges, near.capped], [[d.root, d.left, d.right], [[d.root, d.left], [d.root, d.right]], true]);
+    });
+
+    it('graph: a job outside any workflow is a workflow of one; an unknown or malformed id none', async () => {
+      const s = db.storage;
+      const alone = (await s.jobs.insert({ jobs: [newJob(uniq('alone'))] }))[0]?.job;
+      assert.deepEqual(await s.workflows.graph({ jobId: alone!.id, limit: 10 }), { jobs: [{ id: alone!.id, type: alone!.type, status: 'queued' }], edges: [], capped: false });
+      for (const jobId of ['999999999', 'x1', '-1']) assert.deepEqual(await s.workflows.graph({ jobId, limit: 10 }), { jobs: [], edges: [], capped: false }, jobId);
+    });
+
+    it('listBatches: newest first, paged below a cursor; batchMembers: in id order, paged above one', async () => {
+      const s = db.storage;
+      const made = [];
+      for (let i = 0; i < 3; i++) made.push(await s.workflows.createBatch({ callback: newJob(uniq('cb')), onSuccessOnly: false }));
+      const first = await s.workflows.listBatches({ limit: 2 });
+      assert.deepEqual(first.map((b) => b.id), [made[2]!.id, made[1]!.id]);
+      assert.deepEqual([first[0]!.state, first[0]!.callbackType, first[0]!.total], ['open', made[2]!.callbackType, 0]);
+      assert.deepEqual((await s.workflows.listBatches({ beforeId: made[1]!.id, limit: 1 })).map((b) => b.id), [made[0]!.id]);
+      assert.deepEqual(await s.workflows.listBatches({ beforeId: 'x', limit: 5 }), []);
+
+      const type = uniq('member');
+      const members = await s.workflows.insertFlow({ jobs: Array.from({ length: 5 }, (): FlowJob => ({ ...newJob(type), parents: [] })), onParentFailure: 'cancel', batchId: made[1]!.id });
+      await s.workflows.insertFlow({ jobs: [{ ...newJob(type), parents: [] }], onParentFailure: 'cancel', batchId: made[2]!.id });
+      const page = await s.workflows.batchMembers({ batchId: made[1]!.id, limit: 3 });
+      assert.deepEqual(page, members.slice(0, 3).map((m) => ({ id: m.id, type, status: 'queued' })));
+      const rest = await s.workflows.batchMembers({ batchId: made[1]!.id, afterId: page[2]!.id, limit: 3 });
+      assert.deepEqual(rest.map((m) => m.id), members.slice(3).map((m) => m.id));
+      assert.deepEqual(await s.workflows.batchMembers({ batchId: made[0]!.id, limit: 3 }), []);
+      assert.deepEqual(await s.workflows.batchMembers({ batchId: '999999999', limit: 3 }), []);
+    });
+  });
+}
