@@ -94,11 +94,14 @@ async function heartbeat(host: ContextHost): Promise<void> {
   if (!(await host.renew())) throw new LeaseLostError(host.job.id, 'heartbeat');
 }
 
-/** The parents of a workflow job with their results: its edges, then each parent's row. */
+/** The parents of a workflow job with their results: its edges (kept when a parent is deleted), then each parent's row; a row gone reads as pruned. */
 async function parentsOf(storage: Storage, jobId: string): Promise<ParentResult[]> {
   const { parents } = await storage.workflows.dependencies({ jobId, limit: FLOW_LIMITS.parents });
   const rows = await Promise.all(parents.map((id) => storage.jobs.get({ id })));
-  return rows.flatMap((j) => (j ? [{ id: j.id, type: j.type, result: j.result }] : []));
+  return parents.map((id, i) => {
+    const j = rows[i];
+    return j ? { id, type: j.type, result: j.result } : { id, type: null, result: undefined, pruned: true };
+  });
 }
 
 async function succeedInTransaction(host: ContextHost, tx: unknown): Promise<void> {

@@ -43,7 +43,9 @@ export interface JobContext {
   progress(value: unknown, note?: string): void;
   /**
    * A workflow job's parents (the jobs it ran after, all succeeded), in id order, each with its
-   * result (undefined when it returned none); [] for a job outside a workflow.
+   * result (undefined when it returned none); [] for a job outside a workflow. A parent deleted
+   * meanwhile (an operator's delete; retention keeps a parent while a child has not ended) is
+   * still listed, with `pruned: true`, `type` null and no result: never silently left out.
    */
   parents(): Promise<ParentResult[]>;
   /** A child of the worker's logger carrying the job's id, type and attempt. */
@@ -54,10 +56,12 @@ export interface JobContext {
 export interface ParentResult {
   /** the parent's id */
   id: string;
-  /** its job type */
-  type: string;
-  /** what its handler returned (as stored: parsed JSON), or undefined */
+  /** its job type; null when it was pruned */
+  type: string | null;
+  /** what its handler returned (as stored: parsed JSON), or undefined (always when pruned) */
   result: unknown;
+  /** true when the parent is gone (deleted): its type and result can no longer be read */
+  pruned?: boolean;
 }
 
 /**

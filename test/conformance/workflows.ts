@@ -3,21 +3,22 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { FlowJob, JobRow, ParentPolicy, Storage } from '../../src/core/storage.js';
 import type { ConformanceHarness } from './index.js';
-import { WRONG_TOKEN, finishOf, mustGet, newJob, sleep, uniq, useDb } from './helpers.js';
+import { WRONG_TOKEN, finishOf, mustGet, newJob, uniq, useDb } from './helpers.js';
+import { workflowRetentionTests } from './workflow-retention.js';
 
 const ERR = { code: 'E_FLOW', message: 'broke' };
 
 /** root → (left, right) → join, all of one fresh type. */
-async function diamond(s: Storage, onParentFailure: ParentPolicy = 'cancel', type = uniq('flow')): Promise<{ type: string; ids: Record<'root' | 'left' | 'right' | 'join', string>; rows: JobRow[] }> {
+export async function diamond(s: Storage, onParentFailure: ParentPolicy = 'cancel', type = uniq('flow')): Promise<{ type: string; ids: Record<'root' | 'left' | 'right' | 'join', string>; rows: JobRow[] }> {
   const job = (parents: number[], over: Partial<FlowJob> = {}): FlowJob => ({ ...newJob(type), parents, ...over });
   const rows = await s.workflows.insertFlow({ jobs: [job([]), job([0]), job([0]), job([1, 2])], onParentFailure });
   return { type, rows, ids: { root: rows[0]!.id, left: rows[1]!.id, right: rows[2]!.id, join: rows[3]!.id } };
 }
 
-const claimAll = (s: Storage, type: string, workerId = 'w') => s.leases.claim({ workerId, types: [type], queues: null, limit: 10, leaseMs: 30_000 });
+export const claimAll = (s: Storage, type: string, workerId = 'w') => s.leases.claim({ workerId, types: [type], queues: null, limit: 10, leaseMs: 30_000 });
 
 /** Claim what is due, succeed job `id`, hand the others back. */
-async function succeed(s: Storage, type: string, id: string): Promise<void> {
+export async function succeed(s: Storage, type: string, id: string): Promise<void> {
   const got = await claimAll(s, type);
   assert.ok(got.some((j) => j.id === id), `job ${id} is claimable`);
   const back = { status: 'queued', runAfterMs: 0, uncountAttempt: true, attempt: { outcome: 'handed_back' } } as const;
@@ -26,6 +27,7 @@ async function succeed(s: Storage, type: string, id: string): Promise<void> {
 }
 
 export function workflowTests(h: ConformanceHarness): void {
+  workflowRetentionTests(h);
   describe('workflows: dependencies', () => {
     const db = useDb(h);
 
@@ -109,30 +111,6 @@ export function workflowTests(h: ConformanceHarness): void {
         assert.deepEqual(await claimAll(s, hold.type), [], 'held jobs are never claimed');
       });
     }
-
-    it('retention keeps a job while a job of its workflow waits for it; once none does, it goes with its edges', async () => {
-      const s = db.storage;
-      const { type, ids } = await diamond(s, 'hold');
-      const [root] = await claimAll(s, type);
-      await s.leases.finish({ items: [finishOf(root!, { status: 'dead', error: ERR, attempt: { outcome: 'dead', error: ERR } })] });
-      const [plain] = await s.jobs.insert({ jobs: [newJob(uniq('plain'))] });
-      const [p] = await s.leases.claim({ workerId: 'w', types: [plain!.job.type], queues: null, limit: 1, leaseMs: 30_000 });
-      await s.leases.finish({ items: [finishOf(p!, { status: 'dead', error: ERR, attempt: { outcome: 'dead', error: ERR } })] });
-      await sleep(10);
-      const all = { statuses: ['succeeded', 'dead', 'cancelled'] as const, olderThanMs: 0 };
-      assert.ok((await s.jobs.prune({ ...all, limit: 10_000 })) >= 1);
-      assert.equal(await s.jobs.get({ id: plain!.job.id }), null, 'a job outside a workflow is pruned');
-      assert.equal((await mustGet(s, ids.root)).status, 'dead', 'the dead root is kept: its children wait for it');
-      assert.equal(await s.diagnostics.prunable(all), 0, 'prunable counts what prune would take');
-      // an operator retries the root; its success releases the children, and nothing holds it any more
-      assert.equal((await s.jobs.retry({ id: ids.root })).applied, true);
-      await succeed(s, type, ids.root);
-      await sleep(10);
-      await s.jobs.prune({ ...all, limit: 10_000 });
-      assert.equal(await s.jobs.get({ id: ids.root }), null);
-      assert.deepEqual((await s.workflows.dependencies({ jobId: ids.left, limit: 10 })).parents, [], 'its edges went with it');
-      assert.equal((await mustGet(s, ids.left)).status, 'queued');
-    });
 
     it('under 8 concurrent claimers on several connections, no child is claimed before all its parents succeeded; every job runs once', async () => {
       const type = uniq('flow-race');

@@ -49,6 +49,25 @@ await describeEachKind('client.enqueueFlow', STORAGE_KINDS, (kind) => {
     assert.deepEqual((await h.waitStatus(alone.id, 'succeeded')).result, []);
   });
 
+  test('ctx.parents() names a parent pruned meanwhile (pruned: true) instead of leaving it out', async () => {
+    let ready = false;
+    const picky = defineJob({ type: 'wf-picky', handler: async (_p: unknown, ctx) => {
+      const parents = await ctx.parents();
+      if (!ready) throw new PermanentFailure('not yet');
+      return parents.map((p) => [p.type, p.result ?? null, p.pruned ?? false]);
+    } });
+    const { client } = await h.serve([step, picky]);
+    const jobs = await client.enqueueFlow([{ key: 'a', type: 'wf-step', payload: { name: 'a' } }, { key: 'c', type: 'wf-picky', payload: {}, dependsOn: ['a'] }]);
+    await h.waitStatus(jobs.c!.id, 'dead', 10_000);
+    // the child ended, so retention may take its parent; an operator's retry then runs the child again
+    await new Promise((r) => setTimeout(r, 10));
+    await h.storage.jobs.prune({ statuses: ['succeeded'], olderThanMs: 0, limit: 10_000 });
+    assert.equal(await h.storage.jobs.get({ id: jobs.a!.id }), null, 'the parent was pruned');
+    ready = true;
+    assert.equal((await h.storage.jobs.retry({ id: jobs.c!.id })).applied, true);
+    assert.deepEqual((await h.waitStatus(jobs.c!.id, 'succeeded', 10_000)).result, [[null, null, true]]);
+  });
+
   test('a cycle, an unknown key or a bad item: a ValidationError and nothing written', async () => {
     const client = h.clientWith([step]);
     const before = (await h.storage.jobs.list({ type: 'wf-step', limit: 1_000 })).length;

@@ -7,12 +7,12 @@ import { type CheckedRange, checkBulkBatch, checkBulkRange, nextAfter, rangeIsEm
 import type { BulkBatch, BulkBatchResult, BulkRange } from '../../core/storage.js';
 import type { MemoryDb, StoredJob } from './db.js';
 import { cancelStored, deleteStored, retryStored } from './operator.js';
-import { heldByWaiting } from './workflows.js';
+import { heldByChild } from './workflows.js';
 
 /** What an action may take besides its statuses, as the SQL adapters' guards (operator-guards.ts): a delete leaves what a workflow or a batch still waits for. */
 function takes(db: MemoryDb, action: CheckedRange['action'], j: StoredJob): boolean {
   if (action === 'retry') return retryRefusal(j) === null;
-  if (action === 'delete') return !heldByWaiting(db, j) && !(j.batchId !== undefined && (j.status === 'queued' || j.status === 'failed'));
+  if (action === 'delete') return !heldByChild(db, j) && !(j.batchId !== undefined && (j.status === 'queued' || j.status === 'failed'));
   return true;
 }
 

@@ -20,6 +20,8 @@ export interface StoredJob extends Omit<JobRow, 'payload' | 'result' | 'progress
   progressJson?: { json: string; note: string | null; at: Date };
   /** a workflow's parent: the ids of the jobs waiting for it */
   children?: string[];
+  /** a workflow's child: the ids of the jobs it waits for (kept when one is deleted, as the SQL edges are) */
+  parents?: string[];
   /** a workflow's child: what it does when a parent ends dead or cancelled */
   parentPolicy?: ParentPolicy;
   /** numeric id, for ordering */

@@ -4,7 +4,7 @@
  */
 import type { DiagnosticsStore, PrunableQuery, StorageFacts } from '../../core/storage.js';
 import type { MemoryDb } from './db.js';
-import { heldByWaiting } from './workflows.js';
+import { heldByChild } from './workflows.js';
 
 export class MemoryDiagnostics implements DiagnosticsStore {
   constructor(private readonly db: MemoryDb) {}
@@ -19,7 +19,7 @@ export class MemoryDiagnostics implements DiagnosticsStore {
   async prunable(p: PrunableQuery): Promise<number> {
     const cutoff = this.db.now().getTime() - p.olderThanMs;
     let n = 0;
-    for (const j of this.db.jobs.values()) if (p.statuses.includes(j.status) && j.finishedAt !== null && j.finishedAt.getTime() < cutoff && !heldByWaiting(this.db, j)) n++;
+    for (const j of this.db.jobs.values()) if (p.statuses.includes(j.status) && j.finishedAt !== null && j.finishedAt.getTime() < cutoff && !heldByChild(this.db, j)) n++;
     return n;
   }
 }

@@ -13,7 +13,7 @@ import { MemoryBulk } from './bulk.js';
 import { jobOut, toJson, type MemoryDb, type StoredJob } from './db.js';
 import { MemoryEvents } from './events.js';
 import { cancelStored, deleteStored, retryStored, uniqueHolder } from './operator.js';
-import { heldByWaiting } from './workflows.js';
+import { heldByChild } from './workflows.js';
 
 
 export class MemoryJobs implements JobStore {
@@ -121,7 +121,7 @@ export class MemoryJobs implements JobStore {
   async prune(p: PruneParams): Promise<number> {
     const cutoff = this.db.now().getTime() - p.olderThanMs;
     const victims = [...this.db.jobs.values()]
-      .filter((j) => p.statuses.includes(j.status) && j.finishedAt !== null && j.finishedAt.getTime() < cutoff && !heldByWaiting(this.db, j))
+      .filter((j) => p.statuses.includes(j.status) && j.finishedAt !== null && j.finishedAt.getTime() < cutoff && !heldByChild(this.db, j))
       .sort((a, b) => (a.finishedAt as Date).getTime() - (b.finishedAt as Date).getTime() || a.seq - b.seq)
       .slice(0, Math.max(0, p.limit));
     return victims.filter((j) => deleteStored(this.db, j)).length;

@@ -70,5 +70,10 @@ export function deleteStored(db: MemoryDb, j: StoredJob): boolean {
   if (j.scheduleName !== undefined && j.slotAt !== undefined) db.slotKeys.delete(slotKey(j.scheduleName, j.slotAt));
   for (const [aid, a] of db.attempts) if (a.jobId === j.id) db.attempts.delete(aid);
   forgetEvents(db, j.id);
+  // its edges as a child go with it; a deleted parent stays named by its children, as in SQL
+  for (const pid of j.parents ?? []) {
+    const p = db.jobs.get(pid);
+    if (p?.children) p.children = p.children.filter((c) => c !== j.id);
+  }
   return true;
 }

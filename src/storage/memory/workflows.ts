@@ -30,8 +30,14 @@ export function settleBatch(db: MemoryDb, job: StoredJob, now: Date): void {
   completeBatch(db, b, now);
 }
 
-/** Retention keeps a job while a job of its workflow still waits for it. */
-export const heldByWaiting = (db: MemoryDb, j: StoredJob): boolean => (j.children ?? []).some((id) => db.jobs.get(id)?.status === 'waiting');
+const ENDED = new Set(['succeeded', 'dead', 'cancelled']);
+
+/** Retention keeps a job while a job depending on it has not ended: it may still wait for it or read it (ctx.parents). */
+export const heldByChild = (db: MemoryDb, j: StoredJob): boolean =>
+  (j.children ?? []).some((id) => {
+    const c = db.jobs.get(id);
+    return c !== undefined && !ENDED.has(c.status);
+  });
 
 /** A parent's finish, in the same step: a success releases its children, a death or cancel applies their policy. */
 export function settleChildren(db: MemoryDb, parent: StoredJob, now: Date): void {
@@ -99,7 +105,7 @@ export class MemoryWorkflows implements WorkflowStore {
     this.db.now();
     const byId = (a: string, b: string) => Number(a) - Number(b);
     const children = [...(this.db.jobs.get(p.jobId)?.children ?? [])].sort(byId).slice(0, p.limit);
-    const parents = [...this.db.jobs.values()].filter((j) => j.children?.includes(p.jobId)).map((j) => j.id).sort(byId).slice(0, p.limit);
+    const parents = [...(this.db.jobs.get(p.jobId)?.parents ?? [])].sort(byId).slice(0, p.limit);
     return { parents, children };
   }
 
@@ -126,7 +132,10 @@ export class MemoryWorkflows implements WorkflowStore {
       }, now);
       if (j.parents.length > 0) Object.assign(row, { status: 'waiting', pendingParents: j.parents.length, parentPolicy: p.onParentFailure });
       if (batch) row.batchId = batch.id;
-      for (const at of j.parents) (rows[at]!.children ??= []).push(row.id);
+      for (const at of j.parents) {
+        (rows[at]!.children ??= []).push(row.id);
+        (row.parents ??= []).push(rows[at]!.id);
+      }
       rows.push(row);
     });
     if (batch) Object.assign(batch, { total: batch.total + rows.length, pending: batch.pending + rows.length });

@@ -82,7 +82,7 @@ RETURNING j.id::text AS id`,
 WITH history AS (
   DELETE FROM ${s}.job_attempts WHERE job_id = ANY($1::bigint[])
 ), edges AS (
-  DELETE FROM ${s}.job_dependencies WHERE parent_id = ANY($1::bigint[]) OR child_id = ANY($1::bigint[])
+  DELETE FROM ${s}.job_dependencies WHERE child_id = ANY($1::bigint[])
 )
 DELETE FROM ${s}.job_events WHERE job_id = ANY($1::bigint[])`,
 

@@ -94,9 +94,8 @@ WITH victims AS (
   DELETE FROM ${s}.job_attempts a USING gone g WHERE a.job_id = g.id
 ), events AS (
   DELETE FROM ${s}.job_events e USING gone g WHERE e.job_id = g.id
-), edges AS (
-  DELETE FROM ${s}.job_dependencies d USING gone g WHERE d.parent_id = g.id
 ), edges_in AS (
+  -- only its edges as a child: a pruned parent's stay with its children, which still name it
   DELETE FROM ${s}.job_dependencies d USING gone g WHERE d.child_id = g.id
 )
 SELECT count(*)::int AS n FROM gone`,

@@ -16,9 +16,9 @@ export const WORKFLOW_JOB_COLUMNS = `,
   parent_policy    text CHECK (parent_policy IN ('cancel','hold')),
   batch_id         bigint`;
 
-/** Retention keeps a job while a job of its workflow still waits for it (`j`: the jobs row's alias). */
+/** Retention keeps a job while a job depending on it has not ended: it may still wait for it or read it (ctx.parents) (`j`: the jobs row's alias). */
 export const notHeld = (s: string, j: string): string =>
-  `(${j}.dependents IS NULL OR NOT EXISTS (SELECT 1 FROM ${s}.job_dependencies d JOIN ${s}.jobs c ON c.id = d.child_id WHERE d.parent_id = ${j}.id AND c.status = 'waiting'))`;
+  `(${j}.dependents IS NULL OR NOT EXISTS (SELECT 1 FROM ${s}.job_dependencies d JOIN ${s}.jobs c ON c.id = d.child_id WHERE d.parent_id = ${j}.id AND c.status NOT IN ('succeeded','dead','cancelled')))`;
 
 /** The workflow tables and indexes, in the baseline migration. */
 export const workflowTables = (s: string): string => `

@@ -15,13 +15,13 @@ export const WORKFLOW_JOB_COLUMNS = `,
   parent_policy   TEXT    CHECK (parent_policy IN ('cancel','hold')),
   batch_id        INTEGER`;
 
-/** Retention keeps a job while a job of its workflow still waits for it (`j`: the jobs row's name). */
+/** Retention keeps a job while a job depending on it has not ended: it may still wait for it or read it (ctx.parents) (`j`: the jobs row's name). */
 export const notHeld = (j: string): string =>
-  `(${j}.dependents IS NULL OR NOT EXISTS (SELECT 1 FROM {p}job_dependencies d JOIN {p}jobs c ON c.id = d.child_id WHERE d.parent_id = ${j}.id AND c.status = 'waiting'))`;
+  `(${j}.dependents IS NULL OR NOT EXISTS (SELECT 1 FROM {p}job_dependencies d JOIN {p}jobs c ON c.id = d.child_id WHERE d.parent_id = ${j}.id AND c.status NOT IN ('succeeded','dead','cancelled')))`;
 
-/** The edges of deleted jobs go with them: a pruned parent's and a pruned child's. */
-export const FORGET_EDGES = `-- leasehold jobs.prune (workflow): the edges of the jobs deleted
-    DELETE FROM {p}job_dependencies WHERE parent_id IN (SELECT value FROM json_each(@ids)) OR child_id IN (SELECT value FROM json_each(@ids))`;
+/** A deleted job's edges to its parents go with it; its edges to children stay with them, so a child still names a parent that is gone. */
+export const FORGET_EDGES = `-- leasehold jobs.prune (workflow): the edges of the jobs deleted, as children
+    DELETE FROM {p}job_dependencies WHERE child_id IN (SELECT value FROM json_each(@ids))`;
 
 /** The workflow tables and indexes, in the baseline migration. */
 export const WORKFLOW_TABLES = `
