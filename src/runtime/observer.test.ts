@@ -27,11 +27,13 @@ test('several observers: each runs the next inside itself, the handler runs once
   assert.deepEqual(errors, []);
 });
 
-test('an observer that throws, forgets to run the handler or throws at the end never stops or repeats the job', () => {
+test('an observer that throws, forgets to run the handler, runs it twice or late, or throws at the end never stops or repeats the job', async () => {
   for (const bad of [
     { attempt: () => { throw new Error('before run'); } },
     { attempt: (_j, run) => { run(); throw new Error('after run'); } },
     { attempt: () => undefined },
+    { attempt: (_j, run) => (run(), run(), undefined) },
+    { attempt: (_j, run) => void setImmediate(run) },
     { attempt: (_j, run) => (run(), { ended: () => { throw new Error('at the end'); } }) },
   ] satisfies WorkerObserver[]) {
     for (const list of [[bad], [bad, logging('other', [])], [logging('other', []), bad]]) {
@@ -39,6 +41,7 @@ test('an observer that throws, forgets to run the handler or throws at the end n
       const errors: unknown[] = [];
       const seen = combineObservers(list, (e) => errors.push(e))?.attempt?.(job, () => void runs++);
       seen?.ended({ outcome: 'failed', durationMs: 1 });
+      await new Promise((r) => setImmediate(r));
       assert.equal(runs, 1, 'the handler ran exactly once');
       const expected = bad.attempt.toString().includes('throw') ? 1 : 0;
       assert.equal(errors.length, expected, `errors reported: ${errors.map(String).join(', ')}`);

@@ -43,60 +43,77 @@ export interface WorkerObserver {
   rescued?(type: string): void;
 }
 
-/** One observer for several (metrics and tracing), or undefined when there are none. */
+/** One observer for several (metrics and tracing), or undefined when there are none; every call is guarded. */
 export function combineObservers(list: readonly WorkerObserver[], onError: (e: unknown) => void): WorkerObserver | undefined {
   if (list.length === 0) return undefined;
-  if (list.length === 1 && list[0]) return guarded(list[0], onError);
-  const all = list.map((o) => guarded(o, onError));
-  return {
-    claimed: (n) => all.forEach((o) => o.claimed?.(n)),
-    attempt: (job, run) => {
-      const ends: AttemptObservation[] = [];
-      // each observer wraps the next one's run, so the handler sees every observer's context
-      const start = all.reduceRight<() => void>((inner, o) => () => {
-        const seen = o.attempt ? o.attempt(job, inner) : (inner(), undefined);
-        if (seen) ends.push(seen);
-      }, run);
-      start();
-      return { ended: (end) => ends.forEach((e) => e.ended(end)) };
-    },
-    leaseLost: (job) => all.forEach((o) => o.leaseLost?.(job)),
-    handedBack: (jobs) => all.forEach((o) => o.handedBack?.(jobs)),
-    rescued: (type) => all.forEach((o) => o.rescued?.(type)),
-  };
-}
-
-/** The same observer with every call caught: instruments never break a job. */
-function guarded(o: WorkerObserver, onError: (e: unknown) => void): WorkerObserver {
-  const safe = <A extends unknown[]>(f: ((...a: A) => void) | undefined) =>
-    f &&
-    ((...a: A) => {
+  const each = <K extends 'claimed' | 'leaseLost' | 'handedBack' | 'rescued'>(name: K) => (arg: Parameters<NonNullable<WorkerObserver[K]>>[0]) => {
+    for (const o of list) {
       try {
-        f.apply(o, a);
+        (o[name] as ((a: typeof arg) => void) | undefined)?.call(o, arg);
       } catch (e) {
         onError(e);
       }
-    });
-  return {
-    ...(o.claimed ? { claimed: safe(o.claimed) } : {}),
-    ...(o.leaseLost ? { leaseLost: safe(o.leaseLost) } : {}),
-    ...(o.handedBack ? { handedBack: safe(o.handedBack) } : {}),
-    ...(o.rescued ? { rescued: safe(o.rescued) } : {}),
-    ...(o.attempt
-      ? {
-          attempt: (job: ClaimedJob, run: () => void) => {
-            let ran = false;
-            let seen: AttemptObservation | undefined;
-            try {
-              seen = o.attempt?.call(o, job, () => ((ran = true), run()));
-            } catch (e) {
-              onError(e);
-            }
-            // an observer that threw or forgot to run it does not stop the job
-            if (!ran) run();
-            return seen && { ended: safe((end: AttemptEnd) => seen?.ended(end)) as (end: AttemptEnd) => void };
-          },
-        }
-      : {}),
+    }
   };
+  const starting = list.filter((o) => o.attempt);
+  return {
+    claimed: each('claimed'),
+    ...(starting.length > 0 ? { attempt: (job: ClaimedJob, run: () => void) => new AttemptChain(starting, onError, job, run).start() } : {}),
+    leaseLost: each('leaseLost'),
+    handedBack: each('handedBack'),
+    rescued: each('rescued'),
+  };
+}
+
+/**
+ * One attempt through every observer: each runs the next inside itself (so the handler sees
+ * every observer's context), and the handler runs exactly once even when one throws, forgets
+ * to run it or runs it twice. One object per attempt: the chain is the worker's hot path.
+ */
+class AttemptChain implements AttemptObservation {
+  #level = 0;
+  #first: AttemptObservation | undefined;
+  #rest: AttemptObservation[] | undefined;
+  readonly #next = (): void => this.#enter();
+
+  constructor(
+    private readonly observers: readonly WorkerObserver[],
+    private readonly onError: (e: unknown) => void,
+    private readonly job: ClaimedJob,
+    private readonly run: () => void,
+  ) {}
+
+  start(): AttemptObservation | undefined {
+    this.#enter();
+    return this.#first ? this : undefined;
+  }
+
+  ended(end: AttemptEnd): void {
+    for (const seen of this.#rest ? [this.#first as AttemptObservation, ...this.#rest] : [this.#first as AttemptObservation]) {
+      try {
+        seen.ended(end);
+      } catch (e) {
+        this.onError(e);
+      }
+    }
+  }
+
+  #enter(): void {
+    const at = this.#level;
+    // past the last observer: the handler; past that, a late or second call, ignored
+    if (at > this.observers.length) return;
+    this.#level++;
+    if (at === this.observers.length) return this.run();
+    let seen: AttemptObservation | undefined;
+    try {
+      seen = this.observers[at]?.attempt?.(this.job, this.#next);
+    } catch (e) {
+      this.onError(e);
+    }
+    // an observer that threw or did not run the next one does not stop the job
+    if (this.#level === at + 1) this.#enter();
+    if (!seen) return;
+    if (!this.#first) this.#first = seen;
+    else (this.#rest ??= []).push(seen);
+  }
 }

@@ -6,7 +6,7 @@
  * the rest only to spans that record. Without a registered tracer provider every span is a
  * non-recording no-op: nothing is stored and the handler runs in the caller's context unchanged.
  */
-import { type Context, INVALID_SPANID, INVALID_TRACEID, ROOT_CONTEXT, type Span, SpanKind, type SpanOptions, SpanStatusCode, type Tracer, context, trace } from '@opentelemetry/api';
+import { type Context, INVALID_SPANID, INVALID_TRACEID, ProxyTracerProvider, ROOT_CONTEXT, type Span, SpanKind, type SpanOptions, SpanStatusCode, type Tracer, context, trace } from '@opentelemetry/api';
 import type { SpanContext } from '@opentelemetry/api';
 import type { ClaimedJob, NewJob } from '../core/storage.js';
 import type { WorkerObserver } from './observer.js';
@@ -120,9 +120,22 @@ class AttemptSpanContext implements Context {
   }
 }
 
-/** The worker's consumer span per attempt; the handler runs inside it. */
+// the API's no-op provider: what a proxy without a delegate hands out
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
+
+/** Whether a tracer provider is registered; another copy of the API's proxy counts as one. */
+function providerRegistered(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NOOP_PROVIDER;
+}
+
+/**
+ * The worker's consumer span per attempt; the handler runs inside it. Without a provider the
+ * attempt only runs the handler: asked again at each claim, so a provider registered later is found.
+ */
 export function tracingObserver(): WorkerObserver {
   const t = tracer();
+  let live = providerRegistered();
   // the jobs of one enqueue call share its traceparent and are mostly claimed together: parsed once
   let linked: { tp: string; queue: string; options: SpanOptions } | undefined;
   const optionsFor = (job: ClaimedJob, start: Start): SpanOptions => {
@@ -135,7 +148,11 @@ export function tracingObserver(): WorkerObserver {
     return linked.options;
   };
   return {
+    claimed() {
+      live = providerRegistered();
+    },
     attempt(job, run) {
+      if (!live) return void run();
       // a root of its own: the worker's dispatch may run inside the previous attempt's context
       const start = processStart(job.queue);
       const span = t.startSpan(start.name, optionsFor(job, start), ROOT_CONTEXT);

@@ -1,10 +1,13 @@
 /**
  * Tracing with no tracer provider registered costs nothing visible: no traceparent is stored
  * with a job, and handlers run as usual. A stored traceparent is parsed strictly: anything but
- * a valid W3C version-00 value is ignored rather than linked.
+ * a valid W3C version-00 value is ignored rather than linked. A provider registered while a
+ * worker runs is found at its next claim.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { trace } from '@opentelemetry/api';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { createClient } from '../../src/runtime/client.js';
 import { defineJob } from '../../src/runtime/job-definition.js';
 import { fromTraceparent, toTraceparent } from '../../src/runtime/tracing.js';
@@ -33,5 +36,28 @@ test('traceparent: round trip, and malformed or all-zero values are ignored', ()
   assert.deepEqual(fromTraceparent(tp), { ...sc, isRemote: true });
   for (const bad of [undefined, '', 'junk', '01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', '00-00000000000000000000000000000000-b7ad6b7169203331-01', '00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01', '00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01']) {
     assert.equal(fromTraceparent(bad), undefined, String(bad));
+  }
+});
+
+// last in this file: it registers a provider for the rest of the process
+test('a provider registered after the worker started gets the spans of the attempts claimed after it', async () => {
+  const storage = memoryStorage();
+  await storage.migrate();
+  const jobs = [defineJob({ type: 't', handler: async () => {} })];
+  const client = createClient({ storage, jobs });
+  const worker = new Worker({ storage, jobs, sweeper: false, scheduler: false, pollIntervalMs: 20, logger: new LogCapture().logger });
+  await client.enqueue('t', { before: true });
+  await worker.start();
+  try {
+    while ((await storage.jobs.list({ status: 'succeeded', limit: 10 })).length < 1) await new Promise((r) => setTimeout(r, 10));
+    const exporter = new InMemorySpanExporter();
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+    const job = await client.enqueue('t', { before: false });
+    while ((await storage.jobs.list({ status: 'succeeded', limit: 10 })).length < 2) await new Promise((r) => setTimeout(r, 10));
+    const consumers = exporter.getFinishedSpans().filter((s) => s.name === 'process default');
+    assert.deepEqual(consumers.map((s) => s.attributes['messaging.message.id']), [job.id]);
+  } finally {
+    await worker.stop();
+    trace.disable();
   }
 });

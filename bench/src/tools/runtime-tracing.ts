@@ -3,7 +3,8 @@
  * drain of runtime-overhead.ts (claims and finishes that cost next to nothing) run bare
  * (`tracing: false`) and in other modes, each run a child process, alternated run by run:
  *   node --import tsx src/tools/runtime-tracing.ts [n] [concurrency] [reps] [modes] [linked]
- * Modes (comma-separated): `api` (leasehold's spans, no SDK registered), `sdk` (an SDK
+ * Modes (comma-separated): `metrics` (leasehold's Prometheus metrics, joined to another mode
+ * with `+`, e.g. `metrics+api`), `api` (leasehold's spans, no SDK registered), `sdk` (an SDK
  * recording every span: BasicTracerProvider, a BatchSpanProcessor into an exporter that drops
  * what it is given, the AsyncLocalStorage context manager), `sdk@R` (the same keeping a fraction
  * R of traces: ParentBased(TraceIdRatioBased(R))); a mode ending in `+build2` runs the build at
@@ -45,7 +46,9 @@ function parent([n = '200000', c = '10', reps = '5', others = 'api,sdk@0.01,sdk'
 
 async function child(modeArg: string, n: number, c: number, linked: boolean): Promise<void> {
   process.env.LEASEHOLD_LOG_LEVEL ??= 'silent';
-  const mode = modeArg.replace(/\+build2$/, '');
+  const parts = modeArg.replace(/\+build2$/, '').split('+');
+  const metered = parts.includes('metrics');
+  const mode = parts.filter((p) => p !== 'metrics').join('+') || 'bare';
   const build = (mode === modeArg ? process.env.BENCH_LEASEHOLD_SRC : process.env.BENCH_LEASEHOLD_SRC2) || '../../../dist/index.js';
   if (mode.startsWith('sdk')) {
     const { context, trace } = await import('@opentelemetry/api');
@@ -94,7 +97,9 @@ async function child(modeArg: string, n: number, c: number, linked: boolean): Pr
   const storage = new Proxy(memory, { get: (target, prop, receiver) => (prop === 'leases' ? leases : (Reflect.get(target, prop, receiver) as unknown)) }) as Storage;
   const stopProfile = await profileSection();
   const cpu0 = process.cpuUsage();
-  const w = new lh.Worker({ storage, jobs: [noop], concurrency: c, scheduler: false, sweeper: false, tracing: mode !== 'bare' });
+  const metrics = metered ? lh.createMetrics({ storage, sampling: { intervalMs: 60_000 } }) : undefined;
+  const w = new lh.Worker({ storage, jobs: [noop], concurrency: c, scheduler: false, sweeper: false, tracing: mode !== 'bare', observers: metrics ? [metrics.observer] : [] });
+  metrics?.track(w);
   await w.start();
   await all;
   const cpu = process.cpuUsage(cpu0);
