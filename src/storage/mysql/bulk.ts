@@ -15,6 +15,8 @@ import { type Changed, eventStatement, eventsSql } from './events.js';
 import { NOW, type Row, type Tables, parseUtc, sharedSql, waitMs } from './sql.js';
 import { DELETE_GUARD, RETRY_GUARD } from '../operator-guards.js';
 import { notHeld, settleCancelled, workflowsSql } from './workflows.js';
+import { makesDue } from './finish.js';
+import { wakeupsOf } from './wakeups.js';
 
 const CANCEL_MESSAGE = 'cancelled by an operator';
 
@@ -71,13 +73,17 @@ export class MysqlBulk extends SqlAggregate<Db, BulkSql> {
   async batch(p: BulkBatch): Promise<BulkBatchResult> {
     const b = checkBulkBatch(p);
     if (rangeIsEmpty(b)) return { ids: [], next: b.throughId };
-    const ids = await this.db.tx(`bulk ${b.action}`, (c) => this.#change(c, b), true);
+    let due = false;
+    const ids = await this.db.tx(`bulk ${b.action}`, (c) => this.#change(c, b, (d) => (due = d)), true);
+    // retried jobs are due now; a cancel may have fired a batch's callback
+    if (due) wakeupsOf(this.db).jobsDue();
     return { ids, next: nextAfter(b, ids.length, ids[ids.length - 1] ?? null) };
   }
 
   /** Every row the locking read returned is changed: this transaction holds them, in the statuses the action takes. */
-  async #change(c: Queryable, b: CheckedBatch): Promise<string[]> {
+  async #change(c: Queryable, b: CheckedBatch, madeDue: (due: boolean) => void): Promise<string[]> {
     const rows = await run(c, this.sql.take(b), [...rangeValues(b), b.limit]);
+    madeDue(false);
     if (rows.length === 0) return [];
     const ids = rows.map((r) => BigInt(String(r.id)));
     const now = String(rows[0]!.db_now);
@@ -94,6 +100,7 @@ export class MysqlBulk extends SqlAggregate<Db, BulkSql> {
       const settled = b.action === 'cancel' ? await settleCancelled(c, workflowsSql(this.db.t), rows, now) : [];
       const events = eventStatement(this.events, b.action === 'retry' ? 'retried' : 'cancelled', changed, { ...b.operator, bulkId: b.bulkId });
       last = [attempts, events, ...settled].filter((s): s is Stmt => s !== null);
+      madeDue(b.action === 'retry' || settled.some((st) => makesDue(workflowsSql(this.db.t), st)));
     }
     const done = await runLast(c, last);
     const deleted = b.action === 'delete' ? (done[2] as ResultHeader).affectedRows : ids.length;

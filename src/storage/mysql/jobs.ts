@@ -13,6 +13,7 @@ import { type Db, type Queryable, exec, isDuplicate, run } from './db.js';
 import { MysqlEvents, eventStatement, eventsSql } from './events.js';
 import { insertJobsOn, insertSql, isSingleStatement, prepareInsert } from './insert.js';
 import { madeDue, wakeupsOf } from './wakeups.js';
+import { makesDue } from './finish.js';
 import { JOB_COLS, NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow, waitMs } from './sql.js';
 import { insertUniqueOn, insertWithUniqueKeys, uniqueKeySql } from './unique-keys.js';
 import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../../core/search.js';
@@ -69,11 +70,15 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
   async insert(p: { jobs: readonly NewJob[]; tx?: unknown }): Promise<InsertResult[]> {
     const batch = prepareInsert(p.jobs);
     if (p.tx !== undefined && p.tx !== null) {
-      return this.db.onCaller(p.tx, 'insertJobs', async (c) => {
+      const results = await this.db.onCaller(p.tx, 'insertJobs', async (c) => {
         if (p.jobs.length === 0) return [];
         const f = await this.db.features(c);
         return batch.unique ? insertUniqueOn(c, this.sql, batch, f, false) : insertJobsOn(c, this.sql, batch, f);
       });
+      // the commit is the caller's: parked workers are woken once the row is free (wakeups.ts)
+      const due = madeDue(results);
+      if (due !== null) wakeupsOf(this.db).afterCommitOf(due);
+      return results;
     }
     if (p.jobs.length === 0) return [];
     const f = await this.db.features();
@@ -83,8 +88,8 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
         ? // one INSERT … RETURNING is atomic by itself: no BEGIN / COMMIT round trips
           await this.db.autocommit('insertJobs', (c) => insertJobsOn(c, this.sql, batch, f))
         : await this.db.tx('insertJobs', (c) => insertJobsOn(c, this.sql, batch, f));
-    // committed: parked workers may claim them now (in the caller's transaction above, they poll)
-    if (madeDue(results)) wakeupsOf(this.db).jobsDue();
+    // committed: parked workers may claim them now
+    if (madeDue(results) !== null) wakeupsOf(this.db).jobsDue();
     return results;
   }
 
@@ -146,7 +151,9 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
     const by = checkOperator(p);
     const id = idParam(p.id);
     if (id === null) return { job: null, applied: false };
-    return this.db.tx('cancelJob', async (c) => {
+    let due = false;
+    const out = await this.db.tx('cancelJob', async (c) => {
+      due = false;
       const [prev] = await run(c, this.sql.jobForUpdate, [id]);
       if (!prev) return { job: null, applied: false };
       const applied = (await exec(c, this.sql.cancelJob, [CANCEL_MESSAGE, id])).affectedRows > 0;
@@ -158,10 +165,16 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
         await exec(c, this.sql.insertAttempts(1), [...row, 'cancelled', 'CANCELLED', CANCEL_MESSAGE, null, null, waitMs(prev.run_at, started)]);
       }
       if (applied && by) await this.#record(c, 'cancelled', id, prev, by);
-      // it ends for its workflow and its batch as a finish would
-      if (applied && after) for (const w of await settleCancelled(c, workflowsSql(this.db.t), [prev], String(after.finished_at))) await exec(c, w.sql, w.values);
+      // it ends for its workflow and its batch as a finish would (a batch's callback may be due)
+      const wf = workflowsSql(this.db.t);
+      for (const w of applied && after ? await settleCancelled(c, wf, [prev], String(after.finished_at)) : []) {
+        due ||= makesDue(wf, w);
+        await exec(c, w.sql, w.values);
+      }
       return { job: after ? toJobRow(after) : null, applied };
     }, true);
+    if (due) wakeupsOf(this.db).jobsDue();
+    return out;
   }
 
   /** The event of a change that applied, after the change's own writes. */

@@ -33,6 +33,8 @@ const LIST_TTL_MS = 1_000;
 /** Pool connections waiting at once for callers' transactions to end, and rows queued behind them. */
 const MAX_WATCHES = 2;
 const MAX_QUEUED = 100;
+/** A KILL of a connection that is gone ('Unknown thread id'). */
+const ER_NO_SUCH_THREAD = 1094;
 /** MariaDB's answer to a KILL QUERY of the sleep ('Query execution was interrupted'); MySQL's SLEEP returns 1 instead. */
 const ER_QUERY_INTERRUPTED = 1317;
 
@@ -196,6 +198,13 @@ export class MysqlWakeups {
     await Promise.all([...first, this.listing]);
   }
 
+  /** Read the process list after the read under way, if any, which may have begun before a connection parked. */
+  private async relist(): Promise<void> {
+    await this.listing;
+    this.listing ??= this.list().finally(() => (this.listing = null));
+    await this.listing;
+  }
+
   /** Read the process list; wake the parked connections not known before. */
   private async list(): Promise<void> {
     this.listedAt = performance.now();
@@ -220,10 +229,12 @@ export class MysqlWakeups {
       // a commit from here on needs another KILL
       state.next = null;
       state.sentAt = performance.now();
-      await run(this.db.pool, SQL.kill, [id]).catch(() => {
-        // gone (ER_NO_SUCH_THREAD), or not ours: a later list adds it again if it is parked
+      await run(this.db.pool, SQL.kill, [id]).catch(async (e: unknown) => {
+        // gone, or not ours: a later list adds it again if it is parked
         this.known.delete(id);
         this.killing.delete(id);
+        // gone: its subscriber may have parked again on another connection, so look now, not a second later
+        if ((e as { errno?: unknown }).errno === ER_NO_SUCH_THREAD) await this.relist();
       });
     });
     return state.next;
