@@ -34,6 +34,7 @@ import { raceTests } from './races.js';
 import { resultTests } from './results.js';
 import { workflowTests } from './workflows.js';
 import { batchTests } from './batches.js';
+import { workflowGraphTests } from './workflow-graph.js';
 import { operatorGuardTests } from './operator-guards.js';
 import { scheduleTests } from './schedules.js';
 import { searchTests } from './search.js';
@@ -75,6 +76,7 @@ export function runStorageConformance(h: ConformanceHarness): void {
     resultTests(h);
     workflowTests(h);
     batchTests(h);
+    workflowGraphTests(h);
     operatorGuardTests(h);
   });
 }

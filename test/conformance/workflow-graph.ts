@@ -13,6 +13,20 @@ async function chain(s: Storage, n: number): Promise<string[]> {
   return rows.map((r) => r.id);
 }
 
+/** Fill jobs until the next id lies a few below a power of ten, so five jobs inserted next cross it (an order by their text would show); false when that is too far. */
+async function nearPowerOfTen(s: Storage): Promise<boolean> {
+  for (let round = 0; round < 6; round++) {
+    const next = Number((await s.jobs.insert({ jobs: [newJob(uniq('probe'))] }))[0]!.job.id) + 1;
+    const need = 10 ** String(next).length - 4 - next;
+    if (need < 0) return true;
+    if (need > 5_000) return false;
+    // a multi-row insert may skip ids (MySQL's auto-increment): the last few one at a time
+    if (need > 20) await s.jobs.insert({ jobs: Array.from({ length: need - 10 }, () => newJob(uniq('filler'))) });
+    else for (let i = 0; i < need; i++) await s.jobs.insert({ jobs: [newJob(uniq('filler'))] });
+  }
+  return false;
+}
+
 const ids = (g: { jobs: { id: string }[] }) => g.jobs.map((j) => j.id);
 
 export function workflowGraphTests(h: ConformanceHarness): void {
@@ -69,7 +83,9 @@ export function workflowGraphTests(h: ConformanceHarness): void {
       assert.deepEqual(await s.workflows.listBatches({ beforeId: 'x', limit: 5 }), []);
 
       const type = uniq('member');
+      const crossing = await nearPowerOfTen(s);
       const members = await s.workflows.insertFlow({ jobs: Array.from({ length: 5 }, (): FlowJob => ({ ...newJob(type), parents: [] })), onParentFailure: 'cancel', batchId: made[1]!.id });
+      if (crossing) assert.ok(members[0]!.id.length < members[4]!.id.length, `ids ${members[0]!.id}…${members[4]!.id} cross a power of ten`);
       await s.workflows.insertFlow({ jobs: [{ ...newJob(type), parents: [] }], onParentFailure: 'cancel', batchId: made[2]!.id });
       const page = await s.workflows.batchMembers({ batchId: made[1]!.id, limit: 3 });
       assert.deepEqual(page, members.slice(0, 3).map((m) => ({ id: m.id, type, status: 'queued' })));

@@ -39,7 +39,7 @@ WHERE EXISTS (SELECT 1 FROM ${s}.job_dependencies d WHERE d.parent_id = ${within
 SELECT * FROM ${s}.batches WHERE $1::bigint IS NULL OR id < $1::bigint ORDER BY id DESC LIMIT $2::int`,
     /** $1 batch, $2 above this id, $3 limit */
     batchMembers: `-- leasehold batchMembers: a batch's members in id order, above a cursor (jobs_batch_idx)
-SELECT id::text AS id, type, status FROM ${s}.jobs WHERE batch_id = $1::bigint AND id > $2::bigint ORDER BY id LIMIT $3::int`,
+SELECT id, type, status FROM ${s}.jobs WHERE batch_id = $1::bigint AND id > $2::bigint ORDER BY id LIMIT $3::int`,
   };
 }
 
