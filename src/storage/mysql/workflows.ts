@@ -7,6 +7,7 @@ import type { BatchRow, BatchState, FinishParams, FlowInsert, JobDependencies, J
 import { type Db, type Queryable, type Stmt, exec, run } from './db.js';
 import { JOB_COLS, NOW, type Row, type Tables, idParam, micros, toBatchRow, toJobRow, utcLiteral } from './sql.js';
 import { SqlAggregate } from '../aggregates.js';
+import { wakeIf } from './wakeups.js';
 
 /** The jobs table's workflow columns, in the baseline migration's CREATE TABLE (after unique_key); JSON as text. */
 export const WORKFLOW_JOB_COLUMNS = `
@@ -232,7 +233,7 @@ export class MysqlWorkflows extends SqlAggregate<Db, WorkflowsSql> implements Wo
       const next = { id: String(b.id), state: (Number(b.pending) <= 0 ? 'done' : 'closed') as BatchState, total: Number(b.total), pending: Number(b.pending), succeeded: Number(b.succeeded), dead: Number(b.dead), cancelled: Number(b.cancelled) };
       for (const st of batchWrites(this.sql, b, next, now)) await exec(q, st.sql, st.values);
       return toBatchRow((await run(q, this.sql.getBatch, [id]))[0]!);
-    });
+    }).then((b) => wakeIf(this.db, b?.state === 'done', b));
   }
 
   async dependencies(p: { jobId: string; limit: number }): Promise<JobDependencies> {
@@ -283,6 +284,6 @@ export class MysqlWorkflows extends SqlAggregate<Db, WorkflowsSql> implements Wo
         throw new Error('mysql insertFlow: the inserted rows could not be matched to the workflow (non-consecutive auto-increment ids?)');
       }
       return ids.map((id) => toJobRow(rows.get(id)!));
-    });
+    }).then((rows) => wakeIf(this.db, rows.some((r) => r.status === 'queued' && r.runAt <= r.createdAt), rows));
   }
 }
