@@ -57,6 +57,8 @@ export type ParentPolicy = 'cancel' | 'hold';
 export interface FlowJob extends NewJob {
   /** indexes into the call's `jobs` of the jobs it waits for, each lower than its own */
   parents: readonly number[];
+  /** ids of jobs already stored it waits for (distinct) */
+  storedParents?: readonly string[] | undefined;
 }
 
 /** A workflow to insert (`workflows.insertFlow`), parents before their children. */

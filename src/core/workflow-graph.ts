@@ -98,3 +98,46 @@ function cycleOf(nodes: readonly FlowNode[], index: ReadonlyMap<string, number>,
   const loop = path.slice(at.get(i) ?? 0).reverse().map((k) => nodes[k]!.key);
   return [...loop, loop[0] as string];
 }
+
+/** How a workflow job starts, given the statuses of the stored jobs it waits for (`startFlow`). */
+export interface FlowStart {
+  /** queued (nothing to wait for), waiting, or cancelled (a parent already failed, policy 'cancel') */
+  status: 'queued' | 'waiting' | 'cancelled';
+  /** parents not succeeded yet; null for a job without parents */
+  pendingParents: number | null;
+  /** the failed stored job that cancelled it (directly or through a parent of the call), or null */
+  failedBy: { id: string; status: string } | null;
+}
+
+/**
+ * Each job's start, in the jobs' order (parents first): a stored parent that succeeded counts as
+ * done; one waiting, queued, running or retrying is waited for; one dead or cancelled cancels
+ * the job and its descendants in the call under policy 'cancel', and is waited for under 'hold'.
+ * Throws ValidationError naming a stored parent that does not exist (`statuses` lacks it).
+ */
+export function startFlow(
+  jobs: readonly { parents: readonly number[]; storedParents?: readonly string[] | undefined }[],
+  statuses: ReadonlyMap<string, string>,
+  policy: 'cancel' | 'hold',
+): FlowStart[] {
+  const out: FlowStart[] = [];
+  for (const j of jobs) {
+    const stored = j.storedParents ?? [];
+    for (const id of stored) if (!statuses.has(id)) invalid(`the workflow waits for job ${id}, which does not exist`);
+    let pending = j.parents.length;
+    let failedBy: FlowStart['failedBy'] = null;
+    for (const id of stored) {
+      const status = statuses.get(id) as string;
+      if (status !== 'succeeded') pending++;
+      if ((status === 'dead' || status === 'cancelled') && failedBy === null) failedBy = { id, status };
+    }
+    for (const at of j.parents) failedBy ??= out[at]!.failedBy;
+    if (policy !== 'cancel') failedBy = null;
+    const hasParents = j.parents.length + stored.length > 0;
+    out.push({ status: failedBy ? 'cancelled' : pending > 0 ? 'waiting' : 'queued', pendingParents: hasParents ? pending : null, failedBy });
+  }
+  return out;
+}
+
+/** The last error of a job cancelled at insert because a stored parent had failed. */
+export const parentFailedMessage = (f: { id: string; status: string }): string => `job ${f.id} it depends on ended ${f.status}`;

@@ -5,6 +5,7 @@ import type { FlowJob, JobRow, ParentPolicy, Storage } from '../../src/core/stor
 import type { ConformanceHarness } from './index.js';
 import { WRONG_TOKEN, finishOf, mustGet, newJob, uniq, useDb } from './helpers.js';
 import { workflowRetentionTests } from './workflow-retention.js';
+import { storedParentTests } from './workflow-stored-parents.js';
 
 const ERR = { code: 'E_FLOW', message: 'broke' };
 
@@ -28,6 +29,7 @@ export async function succeed(s: Storage, type: string, id: string): Promise<voi
 
 export function workflowTests(h: ConformanceHarness): void {
   workflowRetentionTests(h);
+  storedParentTests(h);
   describe('workflows: dependencies', () => {
     const db = useDb(h);
 

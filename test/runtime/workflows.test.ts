@@ -49,6 +49,20 @@ await describeEachKind('client.enqueueFlow', STORAGE_KINDS, (kind) => {
     assert.deepEqual((await h.waitStatus(alone.id, 'succeeded')).result, []);
   });
 
+  test('a stored job as a parent: the child runs after it succeeded and reads its result', async () => {
+    const gather = defineJob({ type: 'wf-gather2', handler: async (_p: unknown, ctx) => (await ctx.parents()).map((p) => [p.type, p.result]) });
+    // no worker yet: the parent is still queued when the child is enqueued
+    const early = h.clientWith([step, gather]);
+    const first = await early.enqueue('wf-step', { name: 'first' });
+    const jobs = await early.enqueueFlow([{ key: 'sum', type: 'wf-gather2', payload: {}, dependsOn: [{ jobId: first.id }] }]);
+    assert.equal(jobs.sum!.status, 'waiting');
+    const { client } = await h.serve([step, gather]);
+    const done = await h.waitStatus(jobs.sum!.id, 'succeeded', 10_000);
+    assert.deepEqual(done.result, [['wf-step', { done: 'first' }]]);
+    const after = await client.enqueueFlow([{ key: 'again', type: 'wf-gather2', payload: {}, dependsOn: [{ jobId: first.id }] }]);
+    assert.equal(after.again!.status, 'queued', 'a parent that already succeeded counts as done');
+  });
+
   test('ctx.parents() names a parent pruned meanwhile (pruned: true) instead of leaving it out', async () => {
     let ready = false;
     const picky = defineJob({ type: 'wf-picky', handler: async (_p: unknown, ctx) => {
@@ -76,8 +90,8 @@ await describeEachKind('client.enqueueFlow', STORAGE_KINDS, (kind) => {
       await assert.rejects(client.enqueueFlow(items), ValidationError);
     }
     await assert.rejects(client.enqueueFlow([{ key: 'x', type: 'wf-step', payload: { name: 'x' }, options: { idempotencyKey: 'k' } }]), /take no tx, idempotencyKey or unique/);
-    const stored = { key: 'y', type: 'wf-step' as const, payload: { name: 'y' }, dependsOn: [{ jobId: '1' }] as unknown as string[] };
-    await assert.rejects(client.enqueueFlow([item('x', []), stored]), /dependsOn must be an array of keys of this call/);
+    const stored = { key: 'y', type: 'wf-step' as const, payload: { name: 'y' }, dependsOn: [{ jobId: '999999999' }] };
+    await assert.rejects(client.enqueueFlow([item('x', []), stored]), /job 999999999, which does not exist/);
     assert.equal((await h.storage.jobs.list({ type: 'wf-step', limit: 1_000 })).length, before);
   });
 

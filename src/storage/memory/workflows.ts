@@ -1,5 +1,6 @@
 /** Results, progress and workflows in memory: each call one synchronous step, fenced like the SQL adapters. */
 import { batchCallbackKey, batchCallbackPayload, batchFires } from '../../core/batches.js';
+import { parentFailedMessage, startFlow } from '../../core/workflow-graph.js';
 import type { BatchRow, FlowInsert, JobDependencies, JobRow, NewBatch, NewJob, ProgressParams, WorkflowStore } from '../../core/storage.js';
 import { type MemoryDb, type StoredJob, copyDate, copyDateOrNull, jobOut, toJson } from './db.js';
 
@@ -117,6 +118,11 @@ export class MemoryWorkflows implements WorkflowStore {
 
   async insertFlow(p: FlowInsert): Promise<JobRow[]> {
     const now = this.db.now();
+    const stored = new Map(p.jobs.flatMap((j) => j.storedParents ?? []).flatMap((id) => {
+      const s = this.db.jobs.get(id);
+      return s ? [[id, s] as const] : [];
+    }));
+    const starts = startFlow(p.jobs, new Map([...stored].map(([id, s]) => [id, s.status])), p.onParentFailure);
     const batch = p.batchId === undefined ? undefined : this.db.batches.get(p.batchId);
     if (p.batchId !== undefined && batch?.state !== 'open') return [];
     // serialise every payload first so a bad one leaves nothing half-inserted
@@ -130,15 +136,18 @@ export class MemoryWorkflows implements WorkflowStore {
         ...(j.traceContext !== undefined ? { traceContext: j.traceContext } : {}),
         ...(j.concurrencyKey != null ? { concurrencyKey: j.concurrencyKey } : {}),
       }, now);
-      if (j.parents.length > 0) Object.assign(row, { status: 'waiting', pendingParents: j.parents.length, parentPolicy: p.onParentFailure });
+      const start = starts[i]!;
+      if (start.pendingParents !== null) Object.assign(row, { status: start.status, pendingParents: start.pendingParents, parentPolicy: p.onParentFailure });
+      if (start.failedBy) Object.assign(row, { finishedAt: now, lastErrorCode: 'PARENT_FAILED', lastError: parentFailedMessage(start.failedBy) });
       if (batch) row.batchId = batch.id;
-      for (const at of j.parents) {
-        (rows[at]!.children ??= []).push(row.id);
-        (row.parents ??= []).push(rows[at]!.id);
+      for (const parent of [...(j.storedParents ?? []).map((id) => stored.get(id)!), ...j.parents.map((at) => rows[at]!)]) {
+        (parent.children ??= []).push(row.id);
+        (row.parents ??= []).push(parent.id);
       }
       rows.push(row);
     });
-    if (batch) Object.assign(batch, { total: batch.total + rows.length, pending: batch.pending + rows.length });
+    const cancelled = starts.filter((s) => s.status === 'cancelled').length;
+    if (batch) Object.assign(batch, { total: batch.total + rows.length, pending: batch.pending + rows.length - cancelled, cancelled: batch.cancelled + cancelled });
     return rows.map(jobOut);
   }
 }

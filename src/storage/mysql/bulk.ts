@@ -90,7 +90,7 @@ export class MysqlBulk extends SqlAggregate<Db, BulkSql> {
     let last: Stmt[];
     if (b.action === 'delete') {
       last = [this.sql.deleteAttempts, this.sql.deleteEvents, this.sql.deleteJobs].map((sql) => ({ sql, values: [ids] }));
-      last.push({ sql: workflowsSql(this.db.t).forgetEdges, values: [ids, ids] });
+      last.push({ sql: workflowsSql(this.db.t).forgetEdges, values: [ids] });
     } else {
       if (b.action === 'retry') await this.#retry(c, ids, now);
       else await exec(c, this.sql.cancel, [now, CANCEL_MESSAGE, now, ids]);

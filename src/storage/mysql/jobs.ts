@@ -196,7 +196,7 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
       const ids = rows.map((r) => BigInt(String(r.id)));
       await exec(c, this.sql.pruneAttempts, [ids]);
       await exec(c, this.sql.pruneEvents, [ids]);
-      await exec(c, workflowsSql(this.db.t).forgetEdges, [ids, ids]);
+      await exec(c, workflowsSql(this.db.t).forgetEdges, [ids]);
       return (await exec(c, this.sql.pruneJobs, [ids])).affectedRows;
     }, true);
   }

@@ -3,6 +3,7 @@
  * result write and its release of children, the fenced progress write and workflow inserts.
  */
 import { batchCallbackKey, batchCallbackPayload, batchFires } from '../../core/batches.js';
+import { type FlowStart, parentFailedMessage, startFlow } from '../../core/workflow-graph.js';
 import type { BatchRow, BatchState, FinishParams, FlowInsert, JobDependencies, JobRow, NewBatch, ProgressParams, WorkflowStore } from '../../core/storage.js';
 import { type Db, type Queryable, type Stmt, exec, run } from './db.js';
 import { JOB_COLS, NOW, type Row, type Tables, idParam, micros, toBatchRow, toJobRow, utcLiteral } from './sql.js';
@@ -47,14 +48,15 @@ export const WORKFLOW_TABLES: readonly string[] = [
       )`,
 ];
 
-/** Retention keeps a job while a job of its workflow still waits for it (`j`: the jobs row's alias). */
+/** Retention keeps a job while a job depending on it has not ended: it may still wait for it or read it (ctx.parents) (`j`: the jobs row's alias). */
 export const notHeld = (t: Tables, j: string): string =>
-  `(${j}.dependents IS NULL OR NOT EXISTS (SELECT 1 FROM ${t.dependencies} d JOIN ${t.jobs} c ON c.id = d.child_id WHERE d.parent_id = ${j}.id AND c.status = 'waiting'))`;
+  `(${j}.dependents IS NULL OR NOT EXISTS (SELECT 1 FROM ${t.dependencies} d JOIN ${t.jobs} c ON c.id = d.child_id WHERE d.parent_id = ${j}.id AND c.status NOT IN ('succeeded','dead','cancelled')))`;
 
 export function workflowsSql(t: Tables) {
   return {
-    forgetEdges: `-- leasehold pruneJobs (workflow): the edges of the jobs deleted, as parent and as child
-      DELETE FROM ${t.dependencies} WHERE parent_id IN (?) OR child_id IN (?)`,
+    // a deleted parent's edges stay with its children, which still name it
+    forgetEdges: `-- leasehold pruneJobs (workflow): the edges of the jobs deleted, as children
+      DELETE FROM ${t.dependencies} WHERE child_id IN (?)`,
     progress: `-- leasehold progress: record a running attempt's progress, only under its lease (id + token + running)
       UPDATE ${t.jobs} SET progress = ?, progress_note = ?, progress_at = ${NOW}, updated_at = ${NOW}
       WHERE id = ? AND lease_token = ? AND status = 'running'`,
@@ -64,12 +66,17 @@ export function workflowsSql(t: Tables) {
         STRAIGHT_JOIN ${t.jobs} j FORCE INDEX (PRIMARY) ON j.id = v.id
       SET j.result = v.result`,
     // a "simple insert": its auto-increment ids are consecutive (insert.ts relies on it too)
-    insertJobs: (n: number): string => `-- leasehold insertFlow: ${n} job(s) of a workflow, those with parents waiting
+    insertJobs: (n: number): string => `-- leasehold insertFlow: ${n} job(s) of a workflow, those with parents waiting, those a failed stored parent cancels cancelled
       INSERT INTO ${t.jobs} (queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms,
-        created_at, updated_at, trace_context, concurrency_key, pending_parents, dependents, parent_policy, batch_id)
-      VALUES ${Array<string>(n).fill(`(?, ?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW} + INTERVAL ? MICROSECOND), 0, ?, ?, ?, ${NOW}, ${NOW}, ?, ?, ?, ?, ?, ?)`).join(', ')}`,
-    join: `-- leasehold insertFlow: an open batch counts the members added to it
-      UPDATE ${t.batches} SET total = total + ?, pending = pending + ? WHERE id = ? AND state = 'open'`,
+        created_at, updated_at, trace_context, concurrency_key, pending_parents, dependents, parent_policy, batch_id,
+        finished_at, last_error_code, last_error)
+      VALUES ${Array<string>(n).fill(`(?, ?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW} + INTERVAL ? MICROSECOND), 0, ?, ?, ?, ${NOW}, ${NOW}, ?, ?, ?, ?, ?, ?, CASE WHEN ? THEN ${NOW} END, ?, ?)`).join(', ')}`,
+    join: `-- leasehold insertFlow: an open batch counts the members added to it (those cancelled at insert as ended)
+      UPDATE ${t.batches} SET total = total + ?, pending = pending + ?, cancelled = cancelled + ? WHERE id = ? AND state = 'open'`,
+    lockParents: `-- leasehold insertFlow: lock the stored jobs a workflow waits for in id order and read their status as committed
+      SELECT j.id, j.status FROM JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS v STRAIGHT_JOIN ${t.jobs} j FORCE INDEX (PRIMARY) ON j.id = v.id FOR UPDATE`,
+    adopt: `-- leasehold insertFlow: a stored parent counts its new children, so its finish settles them and retention keeps it
+      UPDATE ${t.jobs} SET dependents = COALESCE(dependents, 0) + ? WHERE id = ?`,
     createBatch: `-- leasehold createBatch: a new open batch with its callback's spec
       INSERT INTO ${t.batches} (state, on_success_only, callback, callback_type, created_at) VALUES ('open', ?, ?, ?, ${NOW})`,
     dependencies: `-- leasehold dependencies: the jobs a job waits for and those waiting for it, each in id order
@@ -116,7 +123,7 @@ export function resultsStatement(sql: WorkflowsSql, landed: readonly { id: bigin
 
 const byId = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Jobs per multi-row INSERT of a workflow (18 placeholders each). */
+/** Jobs per multi-row INSERT of a workflow (21 placeholders each). */
 const FLOW_CHUNK = 500;
 
 /** A batch's writes once its counts moved (`b` as locked, with the new counts): its row, and its callback when it became done. */
@@ -255,25 +262,28 @@ export class MysqlWorkflows extends SqlAggregate<Db, WorkflowsSql> implements Wo
     const payloads = p.jobs.map((j) => JSON.stringify(j.payload));
     const dependents = p.jobs.map(() => 0);
     for (const j of p.jobs) for (const at of j.parents) dependents[at]! += 1;
-    const values = (i: number): unknown[] => {
-      const j = p.jobs[i]!;
-      const waits = j.parents.length > 0;
-      return [
-        j.queue, j.type, payloads[i], waits ? 'waiting' : 'queued', j.priority, j.runAt ? utcLiteral(j.runAt) : null, micros(j.runAfterMs),
-        j.maxAttempts, j.timeoutMs, j.maxRuntimeMs, j.traceContext ?? null, j.concurrencyKey ?? null,
-        waits ? j.parents.length : null, dependents[i]! > 0 ? dependents[i] : null, waits ? p.onParentFailure : null, batchId,
-      ];
-    };
+    const adopted = new Map<string, number>();
+    for (const id of p.jobs.flatMap((j) => j.storedParents ?? [])) adopted.set(id, (adopted.get(id) ?? 0) + 1);
+    const values = (i: number, { status, pendingParents, failedBy: f }: FlowStart, j = p.jobs[i]!): unknown[] => [
+      j.queue, j.type, payloads[i], status, j.priority, j.runAt ? utcLiteral(j.runAt) : null, micros(j.runAfterMs), j.maxAttempts, j.timeoutMs, j.maxRuntimeMs,
+      j.traceContext ?? null, j.concurrencyKey ?? null, pendingParents, dependents[i]! > 0 ? dependents[i] : null, pendingParents === null ? null : p.onParentFailure,
+      batchId, f ? 1 : 0, f ? 'PARENT_FAILED' : null, f ? parentFailedMessage(f) : null];
     const { idStep } = await this.db.features();
     return this.db.tx('insertFlow', async (c) => {
-      if (batchId !== null && (await exec(c, this.sql.join, [p.jobs.length, p.jobs.length, batchId])).affectedRows === 0) return [];
+      // locked: a finish of a stored parent waits for this commit, then reads the new edges (READ COMMITTED reads per statement)
+      const ask = [...adopted.keys()].flatMap((id) => idParam(id) ?? []).sort(byId);
+      const found = ask.length === 0 ? [] : await run(c, this.sql.lockParents, [JSON.stringify(ask.map(String))]);
+      const starts = startFlow(p.jobs, new Map(found.map((r) => [String(r.id), String(r.status)])), p.onParentFailure);
+      const ended = starts.filter((s) => s.status === 'cancelled').length;
+      if (batchId !== null && (await exec(c, this.sql.join, [p.jobs.length, p.jobs.length - ended, ended, batchId])).affectedRows === 0) return [];
+      for (const [id, n] of adopted) await exec(c, this.sql.adopt, [n, idParam(id)]);
       const ids: string[] = [];
       for (let from = 0; from < p.jobs.length; from += FLOW_CHUNK) {
         const n = Math.min(FLOW_CHUNK, p.jobs.length - from);
-        const res = await exec(c, this.sql.insertJobs(n), Array.from({ length: n }, (_, k) => values(from + k)).flat());
+        const res = await exec(c, this.sql.insertJobs(n), Array.from({ length: n }, (_, k) => values(from + k, starts[from + k]!)).flat());
         for (let k = 0; k < n; k++) ids.push(String(BigInt(String(res.insertId)) + BigInt(k) * idStep));
       }
-      const edges = p.jobs.flatMap((j, i) => j.parents.map((at) => [ids[at], ids[i]]));
+      const edges = p.jobs.flatMap((j, i) => [...(j.storedParents ?? []).map((id) => [String(idParam(id)), ids[i]]), ...j.parents.map((at) => [ids[at], ids[i]])]);
       for (let from = 0; from < edges.length; from += FLOW_CHUNK * 4) {
         const part = edges.slice(from, from + FLOW_CHUNK * 4);
         await exec(c, this.sql.insertEdges(part.length), part.flat());

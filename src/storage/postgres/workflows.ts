@@ -1,8 +1,11 @@
 /** Results and progress on PostgreSQL: the job row's workflow columns and the fenced progress write. */
-import { FLOW_LIMITS } from '../../core/workflow-graph.js';
+import { parentFailedMessage, startFlow } from '../../core/workflow-graph.js';
 import type { BatchRow, FlowInsert, JobDependencies, JobRow, NewBatch, ProgressParams, WorkflowStore } from '../../core/storage.js';
-import { type Db } from './db.js';
+import { type Db, type Queryable, query } from './db.js';
 import { NOW, jsonParam, ms, toBatchRow, toJobRow, validId } from './sql.js';
+import { settleChildrenFunction } from './workflow-settle.js';
+
+export { settleChildrenSql } from './workflow-settle.js';
 import { SqlAggregate } from '../aggregates.js';
 
 /** The jobs table's workflow columns, in the baseline migration's CREATE TABLE (after unique_key). */
@@ -47,7 +50,7 @@ CREATE TABLE ${s}.batches (
   created_at       timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
   finished_at      timestamptz(3)
 );
-`;
+${settleChildrenFunction(s)}`;
 
 /**
  * A done batch's callback (core/batches.ts): from the rows of \`from\` (batches just made done),
@@ -91,52 +94,6 @@ export const settleBatchesSql = (s: string): string => `, members AS (
   ${fireSql(s, 'counted')}
 )`;
 
-/**
- * The finish's CTEs after `upd` (the landed jobs, with their dependents): the waiting children of
- * parents that succeeded lose one pending parent each (at 0: queued, due no earlier than now);
- * the waiting descendants of parents that ended dead or cancelled, under policy 'cancel', are
- * cancelled. Children are locked in id order (`kids`), as every finisher locks rows. Driven from
- * the landed rows' ids, so a finish of jobs without dependents reads nothing more.
- */
-export const settleChildrenSql = (s: string): string => `, released AS (
-  SELECT d.child_id AS id, count(*)::int AS n
-  FROM upd u JOIN ${s}.job_dependencies d ON d.parent_id = u.id
-  WHERE u.dependents IS NOT NULL AND u.status = 'succeeded'
-  GROUP BY d.child_id
-), doomed(id, cause, how) AS (
-  SELECT d.child_id, u.id, u.status FROM upd u JOIN ${s}.job_dependencies d ON d.parent_id = u.id
-  WHERE u.dependents IS NOT NULL AND u.status IN ('dead','cancelled')
-  UNION
-  -- lateral, so each step reads its parents' children by the primary key whatever the estimates
-  SELECT d.child_id, x.cause, x.how FROM doomed x
-  CROSS JOIN LATERAL (SELECT child_id FROM ${s}.job_dependencies WHERE parent_id = x.id LIMIT ${FLOW_LIMITS.jobs}) d
-), touched AS (
-  SELECT t.id, max(t.n) AS n, min(t.cause) AS cause, min(t.how) AS how
-  FROM (SELECT id, n, NULL::bigint AS cause, NULL::text AS how FROM released UNION ALL SELECT id, 0, cause, how FROM doomed) t
-  GROUP BY t.id
-), kids AS (
-  -- the children as an array of ids, not a join: no plan reads the whole table for them
-  SELECT c.id, c.status, c.pending_parents, c.parent_policy FROM ${s}.jobs c
-  WHERE c.id = ANY (ARRAY(SELECT id FROM touched))
-  ORDER BY c.id FOR UPDATE OF c
-), settle AS (
-  SELECT k.id, k.pending_parents - t.n AS left_parents, (t.cause IS NOT NULL AND k.parent_policy = 'cancel') AS doomed, t.cause, t.how
-  FROM kids k JOIN touched t ON t.id = k.id
-  WHERE k.status = 'waiting'
-), settled AS (
-  UPDATE ${s}.jobs c
-  SET status = CASE WHEN k.doomed THEN 'cancelled' WHEN k.left_parents <= 0 THEN 'queued' ELSE 'waiting' END,
-      pending_parents = k.left_parents,
-      run_at = CASE WHEN NOT k.doomed AND k.left_parents <= 0 THEN greatest(c.run_at, ${NOW}) ELSE c.run_at END,
-      finished_at = CASE WHEN k.doomed THEN ${NOW} END,
-      last_error_code = CASE WHEN k.doomed THEN 'PARENT_FAILED' ELSE c.last_error_code END,
-      last_error = CASE WHEN k.doomed THEN 'job ' || k.cause || ' it depends on ended ' || k.how ELSE c.last_error END,
-      updated_at = ${NOW}
-  FROM settle k
-  WHERE c.id = ANY (ARRAY(SELECT id FROM settle)) AND c.id = k.id
-  RETURNING c.status, c.run_at, c.batch_id
-)`;
-
 function workflowsSql(s: string) {
   return {
     /**
@@ -144,25 +101,31 @@ function workflowsSql(s: string) {
      * max_attempts, timeout_ms, max_runtime_ms, trace_context, concurrency_key; $12 pending
      * parents (null: none), $13 dependents (null: none), $14 policy, $15 $16 edges as 1-based
      * input positions (parent, child), $17 $18 notify, $19 batch (null: none): added to it only
-     * while it is open, else nothing is inserted. Ids are drawn first so the edges can name them.
+     * while it is open, else nothing is inserted; $20 status, $21 last error (null: none; a job
+     * cancelled at insert), $22 $23 edges from stored jobs (parent id, child position), $24 $25
+     * stored parents and how many children each gains. Ids are drawn first so the edges can name them.
      */
     insertFlow: `-- leasehold insertFlow: add a workflow's jobs (those with parents waiting) and its edges in one statement, notify if any is due now
 WITH input AS MATERIALIZED (
   SELECT nextval('${s}.jobs_id_seq'::regclass) AS new_id, u.*
   FROM unnest($1::text[], $2::text[], $3::json[], $4::int[], $5::timestamptz[], $6::float8[], $7::int[], $8::bigint[],
-              $9::bigint[], $10::text[], $11::text[], $12::int[], $13::int[])
+              $9::bigint[], $10::text[], $11::text[], $12::int[], $13::int[], $20::text[], $21::text[])
        WITH ORDINALITY AS u(queue, type, payload, priority, run_at, run_after_ms, max_attempts, timeout_ms, max_runtime_ms,
-                            trace_context, concurrency_key, pending_parents, dependents, ord)
+                            trace_context, concurrency_key, pending_parents, dependents, status, last_error, ord)
 ), bump AS (
-  UPDATE ${s}.batches SET total = total + (SELECT count(*) FROM input), pending = pending + (SELECT count(*) FROM input)
+  UPDATE ${s}.batches SET total = total + (SELECT count(*) FROM input),
+                          pending = pending + (SELECT count(*) FROM input WHERE status <> 'cancelled'),
+                          cancelled = cancelled + (SELECT count(*) FROM input WHERE status = 'cancelled')
   WHERE id = $19::bigint AND state = 'open'
   RETURNING id
 ), ins AS (
   INSERT INTO ${s}.jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms,
-                         created_at, updated_at, trace_context, concurrency_key, pending_parents, dependents, parent_policy, batch_id)
-  SELECT new_id, queue, type, payload, CASE WHEN pending_parents IS NULL THEN 'queued' ELSE 'waiting' END, priority,
+                         created_at, updated_at, trace_context, concurrency_key, pending_parents, dependents, parent_policy, batch_id,
+                         finished_at, last_error_code, last_error)
+  SELECT new_id, queue, type, payload, status, priority,
          coalesce(run_at, ${NOW} + ${ms('run_after_ms')}), 0, max_attempts, timeout_ms, max_runtime_ms, ${NOW}, ${NOW},
-         trace_context, concurrency_key, pending_parents, dependents, CASE WHEN pending_parents IS NULL THEN NULL ELSE $14::text END, $19::bigint
+         trace_context, concurrency_key, pending_parents, dependents, CASE WHEN pending_parents IS NULL THEN NULL ELSE $14::text END, $19::bigint,
+         CASE WHEN last_error IS NOT NULL THEN ${NOW} END, CASE WHEN last_error IS NOT NULL THEN 'PARENT_FAILED' END, last_error
   FROM input WHERE $19::bigint IS NULL OR EXISTS (SELECT 1 FROM bump) ORDER BY ord
   RETURNING *
 ), edges AS (
@@ -170,6 +133,15 @@ WITH input AS MATERIALIZED (
   SELECT p.new_id, c.new_id FROM unnest($15::int[], $16::int[]) AS e(parent_ord, child_ord)
   JOIN input p ON p.ord = e.parent_ord JOIN input c ON c.ord = e.child_ord
   WHERE $19::bigint IS NULL OR EXISTS (SELECT 1 FROM bump)
+  UNION ALL
+  SELECT e.parent_id, c.new_id FROM unnest($22::bigint[], $23::int[]) AS e(parent_id, child_ord)
+  JOIN input c ON c.ord = e.child_ord
+  WHERE $19::bigint IS NULL OR EXISTS (SELECT 1 FROM bump)
+), adopted AS (
+  -- a stored parent counts its new children, so its finish settles them and retention keeps it
+  UPDATE ${s}.jobs j SET dependents = coalesce(j.dependents, 0) + a.n
+  FROM unnest($24::bigint[], $25::int[]) AS a(id, n)
+  WHERE j.id = a.id AND ($19::bigint IS NULL OR EXISTS (SELECT 1 FROM bump))
 ), woke AS (
   SELECT pg_notify($17, $18) FROM (SELECT 1 FROM ins WHERE ins.status = 'queued' AND ins.run_at <= ${NOW} LIMIT 1) AS due
 )
@@ -196,6 +168,10 @@ SELECT * FROM closing CROSS JOIN (SELECT count(*) AS notified FROM woke) w
 UNION ALL
 SELECT *, 0 FROM ${s}.batches WHERE id = $1::bigint AND NOT EXISTS (SELECT 1 FROM closing)`,
 
+    /** $1 ids */
+    lockParents: `-- leasehold insertFlow: lock the stored jobs a workflow waits for in id order and read their status as committed
+SELECT id::text AS id, status FROM ${s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`,
+
     /** $1 job id, $2 limit */
     dependencies: `-- leasehold dependencies: the jobs a job waits for and those waiting for it, each in id order
 (SELECT 'parent' AS side, parent_id::text AS id FROM ${s}.job_dependencies WHERE child_id = $1::bigint ORDER BY parent_id LIMIT $2::int)
@@ -219,19 +195,36 @@ export class PostgresWorkflows extends SqlAggregate<Db, ReturnType<typeof workfl
     super(db, workflowsSql(db.q));
   }
 
+  /**
+   * One statement, or with stored parents a transaction: they are locked first (a finish of one
+   * waits for the commit, and its settle_children then sees the new edges), then the insert.
+   */
   async insertFlow(p: FlowInsert): Promise<JobRow[]> {
     const j = p.jobs;
     const dependents = j.map(() => 0);
     for (const x of j) for (const at of x.parents) dependents[at]! += 1;
     const edges = j.flatMap((x, i) => x.parents.map((at) => [at + 1, i + 1] as const));
-    const rows = await this.db.run('insertFlow', this.sql.insertFlow, [
-      j.map((x) => x.queue), j.map((x) => x.type), j.map((x) => jsonParam(x.payload)), j.map((x) => x.priority),
-      j.map((x) => x.runAt ?? null), j.map((x) => x.runAfterMs), j.map((x) => x.maxAttempts), j.map((x) => x.timeoutMs),
-      j.map((x) => x.maxRuntimeMs), j.map((x) => x.traceContext ?? null), j.map((x) => x.concurrencyKey ?? null),
-      j.map((x) => (x.parents.length > 0 ? x.parents.length : null)), dependents.map((n) => (n > 0 ? n : null)), p.onParentFailure,
-      edges.map((e) => e[0]), edges.map((e) => e[1]), ...this.db.notify, p.batchId === undefined ? null : validId(p.batchId) ?? '0',
-    ]);
-    return rows.map(toJobRow);
+    const storedEdges = j.flatMap((x, i) => (x.storedParents ?? []).map((id) => [validId(id) ?? '0', i + 1] as const));
+    const adopted = new Map<string, number>();
+    for (const [id] of storedEdges) adopted.set(id, (adopted.get(id) ?? 0) + 1);
+    const insert = async (statuses: ReadonlyMap<string, string>, on?: Queryable): Promise<JobRow[]> => {
+      const starts = startFlow(j, statuses, p.onParentFailure);
+      const rows = await this.db.run('insertFlow', this.sql.insertFlow, [
+        j.map((x) => x.queue), j.map((x) => x.type), j.map((x) => jsonParam(x.payload)), j.map((x) => x.priority),
+        j.map((x) => x.runAt ?? null), j.map((x) => x.runAfterMs), j.map((x) => x.maxAttempts), j.map((x) => x.timeoutMs),
+        j.map((x) => x.maxRuntimeMs), j.map((x) => x.traceContext ?? null), j.map((x) => x.concurrencyKey ?? null),
+        starts.map((x) => x.pendingParents), dependents.map((n) => (n > 0 ? n : null)), p.onParentFailure,
+        edges.map((e) => e[0]), edges.map((e) => e[1]), ...this.db.notify, p.batchId === undefined ? null : validId(p.batchId) ?? '0',
+        starts.map((x) => x.status), starts.map((x) => (x.failedBy ? parentFailedMessage(x.failedBy) : null)),
+        storedEdges.map((e) => e[0]), storedEdges.map((e) => e[1]), [...adopted.keys()], [...adopted.values()],
+      ], on);
+      return rows.map(toJobRow);
+    };
+    if (adopted.size === 0) return insert(new Map());
+    return this.db.transaction('insertFlow', async (c) => {
+      const found = await query(c, 'insertFlow', this.sql.lockParents, [[...adopted.keys()]]);
+      return insert(new Map(found.map((r) => [String(r.id), String(r.status)])), c);
+    });
   }
 
   async createBatch(p: NewBatch): Promise<BatchRow> {

@@ -1,5 +1,6 @@
 /** Results, progress and workflows on SQLite: the job row's workflow columns, the fenced progress write, workflow inserts and what a parent's finish does to its children. */
 import { batchCallbackKey, batchCallbackPayload, batchFires } from '../../core/batches.js';
+import { parentFailedMessage, startFlow } from '../../core/workflow-graph.js';
 import type { BatchRow, FlowInsert, JobDependencies, JobRow, NewBatch, ProgressParams, WorkflowStore } from '../../core/storage.js';
 import type { SqliteDb } from './db.js';
 import { NEXT_JOB_ID, type SqlJob, toBatchRow, toJobRow, toSqlId } from './sql.js';
@@ -56,14 +57,20 @@ const WORKFLOW_SQL = {
   progress: `-- leasehold workflows.progress: record a running attempt's progress, only under its lease (id + token + running)
     UPDATE {p}jobs SET progress = @value, progress_note = @note, progress_at = @now, updated_at = @now
     WHERE id = @id AND lease_token = @token AND status = 'running'`,
-  insert: `-- leasehold workflows.insertFlow: one job of a workflow, waiting when it has parents
+  insert: `-- leasehold workflows.insertFlow: one job of a workflow, waiting when it has parents, cancelled when a stored parent already failed
     INSERT INTO {p}jobs (id, queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms,
-      created_at, updated_at, trace_context, concurrency_key, pending_parents, dependents, parent_policy, batch_id)
+      created_at, updated_at, trace_context, concurrency_key, pending_parents, dependents, parent_policy, batch_id,
+      finished_at, last_error_code, last_error)
     VALUES (${NEXT_JOB_ID}, @queue, @type, @payload, @status, @priority, @runAt, 0, @maxAttempts, @timeoutMs, @maxRuntimeMs,
-      @now, @now, @traceContext, @concurrencyKey, @pendingParents, @dependents, @policy, @batchId)
+      @now, @now, @traceContext, @concurrencyKey, @pendingParents, @dependents, @policy, @batchId,
+      @finishedAt, @errorCode, @error)
     RETURNING *`,
-  join: `-- leasehold workflows.insertFlow: an open batch counts the members added to it
-    UPDATE {p}batches SET total = total + @n, pending = pending + @n WHERE id = @id AND state = 'open'`,
+  join: `-- leasehold workflows.insertFlow: an open batch counts the members added to it (those cancelled at insert as ended)
+    UPDATE {p}batches SET total = total + @n, pending = pending + @n - @cancelled, cancelled = cancelled + @cancelled WHERE id = @id AND state = 'open'`,
+  storedParents: `-- leasehold workflows.insertFlow: the stored jobs a workflow waits for, as they are inside its write transaction
+    SELECT id, status FROM {p}jobs WHERE id IN (SELECT value FROM json_each(@ids))`,
+  adopt: `-- leasehold workflows.insertFlow: a stored parent counts its new children, so its finish settles them and retention keeps it
+    UPDATE {p}jobs SET dependents = coalesce(dependents, 0) + @n WHERE id = @id`,
   createBatch: `-- leasehold workflows.createBatch: a new open batch with its callback's spec
     INSERT INTO {p}batches (state, on_success_only, callback, callback_type, created_at) VALUES ('open', @onSuccessOnly, @callback, @type, @now) RETURNING *`,
   closeBatch: `-- leasehold workflows.closeBatch: an open batch takes no more members; with nothing pending it is done
@@ -195,19 +202,28 @@ export class SqliteWorkflows implements WorkflowStore {
     const payloads = p.jobs.map((j) => JSON.stringify(j.payload));
     const dependents = p.jobs.map(() => 0);
     for (const j of p.jobs) for (const at of j.parents) dependents[at]! += 1;
+    const adopted = new Map<number, number>();
+    for (const j of p.jobs) for (const id of j.storedParents ?? []) adopted.set(toSqlId(id) ?? 0, (adopted.get(toSqlId(id) ?? 0) ?? 0) + 1);
     const rows = this.db.write(() => {
-      if (batchId !== null && this.db.stmt(WORKFLOW_SQL.join).run({ id: batchId, n: p.jobs.length }).changes === 0) return [];
+      // the write lock is held: no finish of a stored parent can come between this read and the commit
+      const found = this.db.stmt(WORKFLOW_SQL.storedParents).all({ ids: JSON.stringify([...adopted.keys()]) }) as { id: number; status: string }[];
+      const starts = startFlow(p.jobs, new Map(found.map((r) => [String(r.id), r.status])), p.onParentFailure);
+      const cancelled = starts.filter((s) => s.status === 'cancelled').length;
+      if (batchId !== null && this.db.stmt(WORKFLOW_SQL.join).run({ id: batchId, n: p.jobs.length, cancelled }).changes === 0) return [];
       const insert = this.db.stmt(WORKFLOW_SQL.insert);
       const edge = this.db.stmt(WORKFLOW_SQL.edge);
+      for (const [id, n] of adopted) this.db.stmt(WORKFLOW_SQL.adopt).run({ id, n });
       const out: SqlJob[] = [];
       p.jobs.forEach((j, i) => {
-        const waits = j.parents.length > 0;
+        const start = starts[i]!;
         const row = insert.get({
-          queue: j.queue, type: j.type, payload: payloads[i], status: waits ? 'waiting' : 'queued', priority: j.priority,
+          queue: j.queue, type: j.type, payload: payloads[i], status: start.status, priority: j.priority,
           runAt: j.runAt ? j.runAt.getTime() : now + j.runAfterMs, maxAttempts: j.maxAttempts, timeoutMs: j.timeoutMs, maxRuntimeMs: j.maxRuntimeMs,
           now, traceContext: j.traceContext ?? null, concurrencyKey: j.concurrencyKey ?? null,
-          pendingParents: waits ? j.parents.length : null, dependents: dependents[i]! > 0 ? dependents[i] : null, policy: waits ? p.onParentFailure : null, batchId,
+          pendingParents: start.pendingParents, dependents: dependents[i]! > 0 ? dependents[i] : null, policy: start.pendingParents === null ? null : p.onParentFailure, batchId,
+          finishedAt: start.failedBy ? now : null, errorCode: start.failedBy ? 'PARENT_FAILED' : null, error: start.failedBy ? parentFailedMessage(start.failedBy) : null,
         }) as SqlJob;
+        for (const id of j.storedParents ?? []) edge.run(toSqlId(id), row.id);
         for (const at of j.parents) edge.run(out[at]!.id, row.id);
         out.push(row);
       });
