@@ -7,6 +7,17 @@ import type { BatchRow } from './storage-workflows.js';
 /** The callback's idempotency key: a second enqueue of it, from any path, finds the first. */
 export const batchCallbackKey = (batchId: string): string => `leasehold:batch:${batchId}`;
 
+/** The batches pruning these jobs may leave empty: their members' batches and those whose callbacks they were. */
+export function batchesOf(jobs: readonly { batchId?: string | null | undefined; idempotencyKey?: string | null | undefined }[]): string[] {
+  const ids = new Set<string>();
+  for (const j of jobs) {
+    if (j.batchId != null) ids.add(String(j.batchId));
+    const m = /^leasehold:batch:([0-9]+)$/.exec(j.idempotencyKey ?? '');
+    if (m) ids.add(m[1]!);
+  }
+  return [...ids];
+}
+
 /** The counts a callback's payload carries as `batch`. */
 export type BatchCounts = Pick<BatchRow, 'id' | 'total' | 'succeeded' | 'dead' | 'cancelled'>;
 

@@ -65,5 +65,34 @@ export function workflowRetentionTests(h: ConformanceHarness): void {
       assert.equal(await s.jobs.get({ id: child!.id }), null);
       assert.deepEqual(await s.workflows.dependencies({ jobId: grand!.id, limit: 10 }), { parents: [], children: [] }, 'edges go with their child');
     });
+
+    it('a done batch goes with the prune that leaves it without members and callback job; an open one stays', async () => {
+      const s = db.storage;
+      const type = uniq('member');
+      const cbType = uniq('cb');
+      const done = await s.workflows.createBatch({ callback: newJob(cbType), onSuccessOnly: false });
+      const open = await s.workflows.createBatch({ callback: newJob(cbType), onSuccessOnly: false });
+      const [ok, bad] = await s.workflows.insertFlow({ jobs: [{ ...newJob(type), parents: [] }, { ...newJob(type), parents: [] }], onParentFailure: 'cancel', batchId: done.id });
+      const [lone] = await s.workflows.insertFlow({ jobs: [{ ...newJob(type), parents: [] }], onParentFailure: 'cancel', batchId: open.id });
+      for (const m of [ok!, lone!]) await succeed(s, type, m.id);
+      const [b] = await claimAll(s, type);
+      await s.leases.finish({ items: [finishOf(b!, { status: 'dead', error: ERR, attempt: { outcome: 'dead', error: ERR } })] });
+      assert.equal((await s.workflows.closeBatch({ batchId: done.id }))!.state, 'done');
+      const prune = async (status: 'succeeded' | 'dead') => {
+        await sleep(10);
+        return s.jobs.prune({ statuses: [status], olderThanMs: 0, limit: 10_000 });
+      };
+      await prune('succeeded');
+      assert.ok(await s.workflows.getBatch({ batchId: done.id }), 'kept while its callback job is there');
+      const [cb] = await claimAll(s, cbType);
+      await s.leases.finish({ items: [finishOf(cb!)] });
+      await prune('succeeded');
+      assert.equal(await s.jobs.get({ id: cb!.id }), null);
+      assert.ok(await s.workflows.getBatch({ batchId: done.id }), 'kept while a member is there');
+      await prune('dead');
+      assert.equal(await s.jobs.get({ id: bad!.id }), null);
+      assert.equal(await s.workflows.getBatch({ batchId: done.id }), null, 'gone with its last member');
+      assert.equal((await s.workflows.getBatch({ batchId: open.id }))!.state, 'open', 'an open batch stays, members or not');
+    });
   });
 }

@@ -13,7 +13,8 @@ import { MemoryBulk } from './bulk.js';
 import { jobOut, toJson, type MemoryDb, type StoredJob } from './db.js';
 import { MemoryEvents } from './events.js';
 import { cancelStored, deleteStored, retryStored, uniqueHolder } from './operator.js';
-import { heldByChild } from './workflows.js';
+import { forgetBatches, heldByChild } from './workflows.js';
+import { batchesOf } from '../../core/batches.js';
 
 
 export class MemoryJobs implements JobStore {
@@ -124,7 +125,9 @@ export class MemoryJobs implements JobStore {
       .filter((j) => p.statuses.includes(j.status) && j.finishedAt !== null && j.finishedAt.getTime() < cutoff && !heldByChild(this.db, j))
       .sort((a, b) => (a.finishedAt as Date).getTime() - (b.finishedAt as Date).getTime() || a.seq - b.seq)
       .slice(0, Math.max(0, p.limit));
-    return victims.filter((j) => deleteStored(this.db, j)).length;
+    const pruned = victims.filter((j) => deleteStored(this.db, j));
+    forgetBatches(this.db, batchesOf(pruned));
+    return pruned.length;
   }
 
   events(p: { jobId: string; limit?: number | undefined }): Promise<JobEvent[]> {

@@ -40,6 +40,14 @@ export const heldByChild = (db: MemoryDb, j: StoredJob): boolean =>
     return c !== undefined && !ENDED.has(c.status);
   });
 
+/** Pruning: a done batch goes once its members and its callback job are all gone. */
+export function forgetBatches(db: MemoryDb, ids: readonly string[]): void {
+  for (const id of ids) {
+    if (db.batches.get(id)?.state !== 'done' || db.idempotency.has(batchCallbackKey(id))) continue;
+    if (![...db.jobs.values()].some((j) => j.batchId === id)) db.batches.delete(id);
+  }
+}
+
 /** A parent's finish, in the same step: a success releases its children, a death or cancel applies their policy. */
 export function settleChildren(db: MemoryDb, parent: StoredJob, now: Date): void {
   const waiting = (id: string) => {

@@ -21,6 +21,7 @@ import { matchCount, searchPage } from '../search-pages.js';
 import { MysqlMatchReader } from './search.js';
 import { SqlAggregate } from '../aggregates.js';
 import { notHeld, settleCancelled, workflowsSql } from './workflows.js';
+import { batchesOf } from '../../core/batches.js';
 import { RETRY_GUARD } from '../operator-guards.js';
 
 export function jobsSql(t: Tables) {
@@ -40,13 +41,17 @@ export function jobsSql(t: Tables) {
       UPDATE ${t.jobs} SET status = 'cancelled', finished_at = ${NOW}, locked_by = NULL, lease_token = NULL,
         locked_until = NULL, last_error_code = 'CANCELLED', last_error = ?, updated_at = ${NOW}
       WHERE id = ? AND status IN ('queued', 'failed', 'running', 'waiting')`,
-    pruneCandidates: `-- leasehold pruneCandidates: lock finished jobs past retention, at most N
-      SELECT id FROM ${t.jobs} FORCE INDEX (${t.jobs}_prune)
+    pruneCandidates: `-- leasehold pruneCandidates: lock finished jobs past retention, at most N, with the batch each may leave empty
+      SELECT id, batch_id, idempotency_key FROM ${t.jobs} FORCE INDEX (${t.jobs}_prune)
       WHERE status IN (?) AND finished_at < ${NOW} - INTERVAL ? MICROSECOND AND ${notHeld(t, t.jobs)} ORDER BY finished_at, id LIMIT ? FOR UPDATE`,
     pruneAttempts: `-- leasehold pruneAttempts: delete the attempt history of pruned jobs
       DELETE FROM ${t.attempts} WHERE job_id IN (?)`,
     pruneEvents: `-- leasehold pruneEvents: delete the events of pruned jobs
       DELETE FROM ${t.events} WHERE job_id IN (?)`,
+    forgetBatches: `-- leasehold pruneJobs (batch): done batches left without members or callback job
+      DELETE FROM ${t.batches} WHERE id IN (?) AND state = 'done'
+        AND NOT EXISTS (SELECT 1 FROM ${t.jobs} m WHERE m.batch_id = ${t.batches}.id)
+        AND NOT EXISTS (SELECT 1 FROM ${t.jobs} c WHERE c.idempotency_key = CONCAT('leasehold:batch:', ${t.batches}.id))`,
     pruneJobs: `-- leasehold pruneJobs: delete pruned jobs
       DELETE FROM ${t.jobs} WHERE id IN (?)`,
   };
@@ -188,10 +193,12 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
    * picks. Under REPEATABLE READ it would also lock the gap before the oldest finished_at, where
    * every new job's entry (finished_at NULL) goes: enqueues would wait for the prune to commit.
    */
-  prune(p: PruneParams): Promise<number> {
-    if (p.statuses.length === 0 || p.limit <= 0) return Promise.resolve(0);
-    return this.db.tx('pruneJobs', async (c) => {
+  async prune(p: PruneParams): Promise<number> {
+    if (p.statuses.length === 0 || p.limit <= 0) return 0;
+    let batches: string[] = [];
+    const n = await this.db.tx('pruneJobs', async (c) => {
       const rows = await run(c, this.sql.pruneCandidates, [p.statuses, micros(p.olderThanMs), p.limit]);
+      batches = batchesOf(rows.map((r) => ({ batchId: r.batch_id == null ? null : String(r.batch_id), idempotencyKey: r.idempotency_key == null ? null : String(r.idempotency_key) })));
       if (rows.length === 0) return 0;
       const ids = rows.map((r) => BigInt(String(r.id)));
       await exec(c, this.sql.pruneAttempts, [ids]);
@@ -199,6 +206,9 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
       await exec(c, workflowsSql(this.db.t).forgetEdges, [ids]);
       return (await exec(c, this.sql.pruneJobs, [ids])).affectedRows;
     }, true);
+    // after the commit: of two prunes taking members of one batch, the later sees both gone
+    if (batches.length > 0) await this.db.one('pruneJobs', (c) => exec(c, this.sql.forgetBatches, [batches.map((b) => BigInt(b))]));
+    return n;
   }
 
   events(p: { jobId: string; limit?: number | undefined }): Promise<JobEvent[]> {

@@ -89,7 +89,7 @@ WITH victims AS (
   LIMIT $3::int
   FOR UPDATE SKIP LOCKED
 ), gone AS (
-  DELETE FROM ${s}.jobs j USING victims v WHERE j.id = v.id RETURNING j.id
+  DELETE FROM ${s}.jobs j USING victims v WHERE j.id = v.id RETURNING j.id, j.batch_id, j.idempotency_key
 ), history AS (
   DELETE FROM ${s}.job_attempts a USING gone g WHERE a.job_id = g.id
 ), events AS (
@@ -98,7 +98,16 @@ WITH victims AS (
   -- only its edges as a child: a pruned parent's stay with its children, which still name it
   DELETE FROM ${s}.job_dependencies d USING gone g WHERE d.child_id = g.id
 )
-SELECT count(*)::int AS n FROM gone`,
+-- with the batches the pruned jobs belonged to or called back, which they may have left empty
+SELECT (SELECT count(*)::int FROM gone) AS n,
+       ARRAY(SELECT batch_id FROM gone WHERE batch_id IS NOT NULL
+             UNION SELECT substr(idempotency_key, 17)::bigint FROM gone WHERE idempotency_key ~ '^leasehold:batch:[0-9]+$')::text[] AS batches`,
+
+    /** $1 batch ids; run after the prune committed, so of two prunes taking members of one batch the later sees both gone */
+    forgetBatches: `-- leasehold pruneJobs (batch): done batches left without members or callback job
+DELETE FROM ${s}.batches b WHERE b.id = ANY($1::bigint[]) AND b.state = 'done'
+  AND NOT EXISTS (SELECT 1 FROM ${s}.jobs m WHERE m.batch_id = b.id)
+  AND NOT EXISTS (SELECT 1 FROM ${s}.jobs c WHERE c.idempotency_key = 'leasehold:batch:' || b.id)`,
   };
 }
 
@@ -181,6 +190,8 @@ export class PostgresJobs extends SqlAggregate<Db, ReturnType<typeof jobsSql>> i
   async prune(p: PruneParams): Promise<number> {
     if (p.limit <= 0 || p.statuses.length === 0) return 0;
     const [row] = await this.db.run('pruneJobs', this.sql.prune, [[...p.statuses], p.olderThanMs, p.limit]);
+    const batches = (row?.batches ?? []) as string[];
+    if (batches.length > 0) await this.db.run('pruneJobs', this.sql.forgetBatches, [batches]);
     return Number(row?.n ?? 0);
   }
 

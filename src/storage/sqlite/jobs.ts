@@ -14,13 +14,14 @@ import { insertJobs, insertJobsOn } from './insert.js';
 import { type AdminResult, cancelRow, deleteJobs, retryRow } from './operator.js';
 import { toJobRow, toSqlId } from './sql.js';
 import type { SqlJob } from './sql.js';
-import { notHeld } from './workflows.js';
+import { FORGET_BATCHES, notHeld } from './workflows.js';
+import { batchesOf } from '../../core/batches.js';
 
 const JOB_SQL = {
   get: `-- leasehold jobs.get: one job by id
     SELECT * FROM {p}jobs WHERE id = ?`,
-  pruneIds: `-- leasehold jobs.pruneIds: ids of finished jobs past retention, oldest first, at most @limit
-    SELECT id FROM {p}jobs
+  pruneIds: `-- leasehold jobs.pruneIds: ids of finished jobs past retention, oldest first, at most @limit, with the batch each may leave empty
+    SELECT id, batch_id, idempotency_key FROM {p}jobs
     WHERE finished_at < @cutoff AND status IN (SELECT value FROM json_each(@statuses)) AND ${notHeld('{p}jobs')}
     ORDER BY finished_at, id LIMIT @limit`,
 } as const;
@@ -113,8 +114,11 @@ export class SqliteJobs implements JobStore, SyncJobInsert {
     const db = this.db;
     const cutoff = db.now() - p.olderThanMs;
     return db.write(() => {
-      const ids = (db.stmt(JOB_SQL.pruneIds).all({ cutoff, statuses: JSON.stringify(p.statuses), limit: p.limit }) as { id: number }[]).map((r) => r.id);
-      return deleteJobs(db, ids);
+      const rows = db.stmt(JOB_SQL.pruneIds).all({ cutoff, statuses: JSON.stringify(p.statuses), limit: p.limit }) as { id: number; batch_id: number | null; idempotency_key: string | null }[];
+      const n = deleteJobs(db, rows.map((r) => r.id));
+      const batches = batchesOf(rows.map((r) => ({ batchId: r.batch_id === null ? null : String(r.batch_id), idempotencyKey: r.idempotency_key })));
+      if (batches.length > 0) db.stmt(FORGET_BATCHES).run({ ids: JSON.stringify(batches.map(Number)) });
+      return n;
     });
   }
 

@@ -24,6 +24,12 @@ export const notHeld = (j: string): string =>
 export const FORGET_EDGES = `-- leasehold jobs.prune (workflow): the edges of the jobs deleted, as children
     DELETE FROM {p}job_dependencies WHERE child_id IN (SELECT value FROM json_each(@ids))`;
 
+/** Pruning: a done batch goes once its members and its callback job are all gone (@ids: the batches the pruned jobs belonged to or called back). */
+export const FORGET_BATCHES = `-- leasehold jobs.prune (batch): done batches left without members or callback job
+    DELETE FROM {p}batches WHERE id IN (SELECT value FROM json_each(@ids)) AND state = 'done'
+      AND NOT EXISTS (SELECT 1 FROM {p}jobs m WHERE m.batch_id = {p}batches.id)
+      AND NOT EXISTS (SELECT 1 FROM {p}jobs c WHERE c.idempotency_key = 'leasehold:batch:' || {p}batches.id)`;
+
 /** The workflow tables and indexes, in the baseline migration. */
 export const WORKFLOW_TABLES = `
 -- job_dependencies: a workflow's edges, written with its jobs; a parent's finish reads its children by the primary key
