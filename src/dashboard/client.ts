@@ -1,13 +1,14 @@
 /**
  * The part of the client the dashboard uses. The first calls are required; each optional one
  * adds its page or button when present (schedules, locks, alerts, queue pause, throughput,
- * schedule actions, search, charts, bulk actions, recorded retry/cancel and the job's history),
+ * schedule actions, search, charts, bulk actions, recorded retry/cancel, the job's history, the
+ * workflow graph and the batch pages),
  * so a narrower client still gets a working dashboard.
  */
 import type { AttemptChart } from '../core/charts.js';
 import type { JobSearch, JobSearchPage, JobSummary, JobSummaryQuery } from '../core/search.js';
 import type { ScheduleRow, LockRow } from '../core/schedules.js';
-import type { AlertStateRow, AttemptOutcomeCount, BatchRow, JobDependencies, JobEvent, JobRow, OperatorRef, QueueHealth, QueueState } from '../core/storage.js';
+import type { AlertStateRow, AttemptOutcomeCount, BatchRow, JobDependencies, JobEvent, JobRow, OperatorRef, QueueHealth, QueueState, WorkflowGraph, WorkflowNode } from '../core/storage.js';
 import type { BulkOptions, BulkRequest, BulkResult } from '../runtime/bulk.js';
 import type { ChartQuery } from '../runtime/charts.js';
 import type { Client } from '../runtime/client.js';
@@ -64,4 +65,10 @@ export type DashboardClient = Pick<Client, 'listJobs' | 'getJob' | 'listAttempts
     /** one batch, or null */
     get: (batchId: string) => Promise<BatchRow | null>;
   };
+  /** the workflow page: the workflow a job belongs to, bounded */
+  workflowGraph?: (jobId: string, limit?: number) => Promise<WorkflowGraph>;
+  /** the batches page */
+  listBatches?: (params?: { beforeId?: string | undefined; limit?: number | undefined }) => Promise<BatchRow[]>;
+  /** a batch's page: its members */
+  batchMembers?: (params: { batchId: string; afterId?: string | undefined; limit?: number | undefined }) => Promise<WorkflowNode[]>;
 };

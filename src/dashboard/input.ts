@@ -15,6 +15,12 @@ export function parseJobId(raw: string | undefined): string {
   return raw;
 }
 
+/** A batch id from a path or a cursor. */
+export function parseBatchId(raw: string | undefined): string {
+  if (raw === undefined || !ID.test(raw)) throw new BadRequest(`not a batch id: ${JSON.stringify(raw ?? '')} (expected a positive integer)`);
+  return raw;
+}
+
 function name(what: string, raw: string | undefined): string | undefined {
   if (raw === undefined || raw === '') return undefined;
   // eslint-disable-next-line no-control-regex

@@ -75,7 +75,7 @@ function authKit(d: KitDeps): AuthKit {
 
 export function makeKit(d: KitDeps): Kit {
   const { base, client } = d;
-  const has = { schedules: typeof client.listSchedules === 'function', locks: typeof client.listLocks === 'function', charts: typeof client.attemptChart === 'function' };
+  const has = { schedules: typeof client.listSchedules === 'function', locks: typeof client.listLocks === 'function', charts: typeof client.attemptChart === 'function', batches: typeof client.listBatches === 'function', workflows: typeof client.workflowGraph === 'function' };
   const kit: Kit = {
     client,
     base,

@@ -30,7 +30,7 @@ export interface PageContext {
   /** how often a live page polls (0: never) */
   pollMs: number;
   /** areas whose client calls exist */
-  has: { schedules: boolean; locks: boolean; charts: boolean };
+  has: { schedules: boolean; locks: boolean; charts: boolean; batches: boolean; workflows: boolean };
 }
 
 export interface PageSpec {
@@ -55,7 +55,7 @@ export function layout(ctx: PageContext, spec: PageSpec): Html {
   return html`<!doctype html>
 <html lang="en" data-theme="${prefs.theme}" data-tz="${prefs.tz}"><head>${head(base, spec.title, ctx.csrf)}<script src="${base}${SCRIPT.path}" defer></script></head>
 <body data-base="${base}" data-poll="${ctx.pollMs}"><header><a class="brand" href="${base}/">leasehold</a>
-<nav>${nav('/', 'Overview', 'overview')}${nav('/jobs', 'Jobs', 'jobs')}${nav('/jobs?status=dead', 'Dead', 'dead')}${nav('/queues', 'Queues', 'queues')}${ctx.has.charts ? nav('/charts', 'Charts', 'charts') : ''}${ctx.has.schedules ? nav('/schedules', 'Schedules', 'schedules') : ''}${ctx.has.locks ? nav('/locks', 'Locks', 'locks') : ''}${nav('/workers', 'Workers', 'workers')}</nav>
+<nav>${nav('/', 'Overview', 'overview')}${nav('/jobs', 'Jobs', 'jobs')}${nav('/jobs?status=dead', 'Dead', 'dead')}${nav('/queues', 'Queues', 'queues')}${ctx.has.charts ? nav('/charts', 'Charts', 'charts') : ''}${ctx.has.batches ? nav('/batches', 'Batches', 'batches') : ''}${ctx.has.schedules ? nav('/schedules', 'Schedules', 'schedules') : ''}${ctx.has.locks ? nav('/locks', 'Locks', 'locks') : ''}${nav('/workers', 'Workers', 'workers')}</nav>
 <div class="tools"><span id="live" class="live" data-state="off" hidden></span>
 <form method="post" action="${base}/prefs" data-prefs><input type="hidden" name="csrf" value="${ctx.csrf}"><input type="hidden" name="next" value="${ctx.path}"><button name="theme" value="${next(THEMES, prefs.theme)}" title="light, dark, or as the system says">Theme: ${prefs.theme}</button> <button name="tz" value="${next(ZONES, prefs.tz)}" title="show times in UTC or in this browser's zone">Times: ${prefs.tz === 'utc' ? 'UTC' : 'local'}</button></form>
 ${ctx.loggedIn ? html`<form method="post" action="${base}/logout"><input type="hidden" name="csrf" value="${ctx.csrf}"><button>Sign out</button></form>` : ''}</div></header>

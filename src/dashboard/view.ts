@@ -58,11 +58,12 @@ export interface Table {
   empty: string;
 }
 
-/** What a poll answers: slot contents, table bodies, and sections shown or hidden. */
+/** What a poll answers: slot contents, table bodies, sections shown or hidden, and marks (an element's state word: its data-state, and the text of its data-mark-text). */
 export interface LiveModel {
   slots?: Record<string, Part[]>;
   tables?: Record<string, Cell[][]>;
   show?: Record<string, boolean>;
+  marks?: Record<string, string>;
 }
 
 export const text = (t: string | number, c?: string, ti?: string): Part => ({ t: String(t), ...(c ? { c } : {}), ...(ti ? { ti } : {}) });

@@ -2,7 +2,8 @@
  * An operator's calls that the client does not carry yet: queue health and recent attempt
  * outcomes (reads), and a schedule's enable, disable and run-now (the schedule store's guarded
  * writes, as `leasehold schedules enable|disable|run-now` does them); and, from their own files,
- * search, counts, charts, a job's events, recorded retry/cancel and bulk actions. Each takes a Storage;
+ * search, counts, charts, a job's events, recorded retry/cancel, bulk actions and the reads of
+ * workflows and batches. Each takes a Storage;
  * `operatorApi` bundles them under the names the dashboard's client shape uses, and
  * `withOperatorApi` puts them beside a client's own methods.
  */
@@ -10,7 +11,7 @@ import type { JobRow, ScheduleRow } from '../core/index.js';
 import { LeaseholdError, ValidationError } from '../core/index.js';
 import type { AttemptChart } from '../core/charts.js';
 import type { JobSearch, JobSearchPage, JobSummary, JobSummaryQuery } from '../core/search.js';
-import type { AttemptOutcomeCount, JobEvent, OperatorRef, QueueHealth, Storage } from '../core/storage.js';
+import type { AttemptOutcomeCount, BatchRow, JobEvent, OperatorRef, QueueHealth, Storage, WorkflowGraph, WorkflowNode } from '../core/storage.js';
 import type { BulkOptions, BulkPreview, BulkRequest, BulkResult } from './bulk.js';
 import { previewBulk, runBulk } from './bulk.js';
 import type { ChartQuery } from './charts.js';
@@ -19,6 +20,7 @@ import type { Client } from './client.js';
 import type { FoundJobs } from './job-search.js';
 import { findJobs, searchJobs, summarizeJobs } from './job-search.js';
 import { cancelJob, retryJob } from './operator-jobs.js';
+import { batchMembers, listBatches, workflowGraph } from './operator-workflows.js';
 import { nextAfterFor } from './cron.js';
 import { LocalBus } from './env.js';
 import type { JobRegistry } from './job-definition.js';
@@ -92,6 +94,12 @@ export interface OperatorApi {
   previewBulk(req: BulkRequest): Promise<BulkPreview>;
   /** Runs a bulk retry, cancel or delete over the jobs matching a filter. */
   runBulk(opts: BulkOptions): Promise<BulkResult>;
+  /** The workflow a job belongs to: at most `limit` jobs (default 500), those nearest it, and the edges between them. */
+  workflowGraph(jobId: string, limit?: number): Promise<WorkflowGraph>;
+  /** Batches newest first, below `beforeId`. */
+  listBatches(params?: { beforeId?: string | undefined; limit?: number | undefined }): Promise<BatchRow[]>;
+  /** A batch's members in id order, above `afterId`. */
+  batchMembers(params: { batchId: string; afterId?: string | undefined; limit?: number | undefined }): Promise<WorkflowNode[]>;
 }
 
 export function operatorApi(storage: Storage, registry?: JobRegistry | null): OperatorApi {
@@ -109,6 +117,9 @@ export function operatorApi(storage: Storage, registry?: JobRegistry | null): Op
     cancelJob: (id, by) => cancelJob(storage, id, by),
     previewBulk: (req) => previewBulk(storage, req),
     runBulk: (o) => runBulk(storage, o),
+    workflowGraph: (jobId, limit) => workflowGraph(storage, jobId, limit),
+    listBatches: (p) => listBatches(storage, p),
+    batchMembers: (p) => batchMembers(storage, p),
   };
 }
 

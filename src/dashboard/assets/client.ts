@@ -4,7 +4,8 @@
  * without it; with it:
  * - live: a page whose <main> names a JSON endpoint (`data-live`) polls it every `data-poll` ms
  *   with If-None-Match, redraws the named slots and table bodies with DOM calls and textContent
- *   only, and stops while the tab is hidden;
+ *   only (and marks: a state word as data-state and text, e.g. a workflow graph's boxes), and
+ *   stops while the tab is hidden;
  * - times (and the charts' time axes) in UTC or the browser's zone, and the light/dark theme,
  *   switched without a reload
  *   (the same preference cookies the no-JS forms set);
@@ -211,6 +212,12 @@ function apply(m) {
   }
   for (const name of Object.keys(m.tables || {})) drawTable(name, m.tables[name]);
   for (const name of Object.keys(m.show || {})) for (const e of doc.querySelectorAll('[data-show="' + CSS.escape(name) + '"]')) e.hidden = !m.show[name];
+  // a mark is a state word: a data attribute the stylesheet colours by, and text; never markup
+  for (const name of Object.keys(m.marks || {})) {
+    const v = String(m.marks[name]);
+    for (const e of doc.querySelectorAll('[data-mark="' + CSS.escape(name) + '"]')) if (e.getAttribute('data-state') !== v) e.setAttribute('data-state', v);
+    for (const e of doc.querySelectorAll('[data-mark-text="' + CSS.escape(name) + '"]')) if (e.textContent !== v) e.textContent = v;
+  }
   paintTimes(doc);
 }
 const main = doc.querySelector('main[data-live]');

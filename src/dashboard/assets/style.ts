@@ -94,6 +94,19 @@ svg.chart .ax{fill:var(--muted);font-size:9px}svg.chart .grid{stroke:var(--line)
 svg.chart rect{fill:var(--c)}svg.chart .ln{fill:none;stroke:var(--c);stroke-width:1.6}svg.chart .pt{fill:var(--c)}svg.chart .d1{stroke-dasharray:4 2}svg.chart .d2{stroke-dasharray:1.5 2}
 ul.legend{list-style:none;display:flex;flex-wrap:wrap;gap:.2rem 1rem;padding:0;margin:.4rem 0;font-size:.82rem}
 .sw{display:inline-block;width:.7rem;height:.7rem;border-radius:2px;margin-right:.3rem;background:var(--c);vertical-align:middle}
+.wf{overflow:auto;max-height:75vh;background:var(--card);border:1px solid var(--line);border-radius:8px;margin-bottom:1rem}
+svg.wf-graph{display:block}svg.wf-graph .wf-edge{fill:none;stroke:var(--muted);stroke-width:1.2}svg.wf-graph marker path{fill:var(--muted)}
+.wf-node{--c:var(--muted)}svg.wf-graph .wf-node rect{fill:var(--card);stroke:var(--c);stroke-width:1.4}svg.wf-graph .wf-node rect.wf-bar{fill:var(--c);stroke:none}
+svg.wf-graph .wf-node.self rect{stroke-width:3}svg.wf-graph a:hover rect,svg.wf-graph a:focus rect{fill:var(--note)}
+svg.wf-graph text{fill:var(--ink);font-size:12px}svg.wf-graph .wf-id{fill:var(--muted);font-size:11px}
+.wf-node[data-state=queued]{--c:var(--queued)}.wf-node[data-state=running]{--c:var(--running)}.wf-node[data-state=succeeded]{--c:var(--succeeded)}
+.wf-node[data-state=failed]{--c:var(--failed)}.wf-node[data-state=dead]{--c:var(--dead)}.wf-node[data-state=cancelled]{--c:var(--cancelled)}
+.wf-node[data-state=waiting] rect:not(.wf-bar){stroke-dasharray:4 3}
+.s-closed{background:var(--queued)}.s-done{background:var(--succeeded)}
+.bar{display:flex;height:.9rem;border-radius:4px;overflow:hidden;background:var(--line);margin:.2rem 0;max-width:32rem}.bar>span{display:block;height:100%}
+.bar>.s-waiting,.seg.s-waiting{background:var(--fieldline)}
+td.barcell{width:10rem;min-width:6rem;white-space:nowrap;font-size:0}.seg{display:inline-block;height:.7rem;vertical-align:middle}
+${Array.from({ length: 101 }, (_, i) => `.w${i}{width:${i}%}`).join('')}
 @media (max-width:640px){
 header{padding:.5rem .8rem}
 main{padding:1rem .8rem 2.5rem}
@@ -105,5 +118,6 @@ dl.kv{grid-template-columns:1fr}dl.kv dd{margin-bottom:.4rem}
 .tbl.stack tr{background:var(--card);border:1px solid var(--line);border-radius:8px;margin-bottom:.6rem;padding:.3rem 0}
 .tbl.stack td{border:0;padding:.15rem .8rem;text-align:left}
 .tbl.stack td[data-label]::before{content:attr(data-label);display:inline-block;min-width:6.5rem;color:var(--muted);font-size:.78rem;text-transform:uppercase}
+.tbl.stack td.barcell{display:flex;align-items:center}
 }
 `;

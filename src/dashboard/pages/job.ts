@@ -143,8 +143,8 @@ ${job.scheduleName ? html`<dt>Schedule</dt><dd>${job.scheduleName} (slot ${iso(j
 <dt>Last error</dt><dd>${s('lastError')}</dd>
 <dt>Progress</dt><dd>${s('progress')}</dd>
 <dt>Result</dt><dd>${s('result')}</dd>
-<dt>Workflow</dt><dd>${s('workflow')}</dd>
-<dt>Batch</dt><dd>${s('batch')}</dd>
+<dt>Workflow</dt><dd>${s('workflow')}${d.edges && (d.edges.parents.length > 0 || d.edges.children.length > 0) && ctx.has.workflows ? html` · <a href="${ctx.base}/jobs/${job.id}/workflow">graph</a>` : ''}</dd>
+<dt>Batch</dt><dd>${s('batch')}${d.batch && ctx.has.batches ? html` · <a href="${ctx.base}/batches/${d.batch.id}">batch page</a>` : ''}</dd>
 </dl></div>
 <h2>Payload</h2><pre>${json(job.payload)}</pre>
 <h2>History</h2>${tableHtml('attempts', { cols: ATTEMPT_COLS, rows: m.tables.attempts ?? [], empty: 'Not attempted yet.' }, ctx.csrf, true)}${stacks(d.attempts)}

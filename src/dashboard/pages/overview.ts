@@ -35,7 +35,7 @@ export interface OverviewData {
   nowMs: number;
 }
 
-type Live = Required<LiveModel>;
+type Live = Required<Omit<LiveModel, 'marks'>>;
 
 function byKey(counts: readonly JobCount[], by: (c: JobCount) => string, alsoKeys: readonly string[] = []): Map<string, Map<string, number>> {
   const out = new Map<string, Map<string, number>>(alsoKeys.map((k) => [k, new Map<string, number>()]));

@@ -13,12 +13,14 @@ import { overview } from './overview.js';
 import { queues } from './queues.js';
 import { schedules } from './schedules.js';
 import { workers } from './workers.js';
+import { workflows } from './workflows.js';
 
 export const AREAS: readonly Area[] = [
   overview,
   bulk,
   jobs,
   job,
+  workflows,
   charts,
   queues,
   schedules,
