@@ -103,11 +103,14 @@ SELECT (SELECT count(*)::int FROM gone) AS n,
        ARRAY(SELECT batch_id FROM gone WHERE batch_id IS NOT NULL
              UNION SELECT substr(idempotency_key, 17)::bigint FROM gone WHERE idempotency_key ~ '^leasehold:batch:[0-9]+$')::text[] AS batches`,
 
-    /** $1 batch ids; run after the prune committed, so of two prunes taking members of one batch the later sees both gone */
+    /**
+     * $1 batch ids; run after the prune committed, so of two prunes taking members of one batch
+     * the later sees both gone. OFFSET 0: each batch probed through jobs_batch_idx, never a hash of every member.
+     */
     forgetBatches: `-- leasehold pruneJobs (batch): done batches left without members or callback job
 DELETE FROM ${s}.batches b WHERE b.id = ANY($1::bigint[]) AND b.state = 'done'
-  AND NOT EXISTS (SELECT 1 FROM ${s}.jobs m WHERE m.batch_id = b.id)
-  AND NOT EXISTS (SELECT 1 FROM ${s}.jobs c WHERE c.idempotency_key = 'leasehold:batch:' || b.id)`,
+  AND NOT EXISTS (SELECT 1 FROM ${s}.jobs m WHERE m.batch_id = b.id AND m.batch_id IS NOT NULL OFFSET 0)
+  AND NOT EXISTS (SELECT 1 FROM ${s}.jobs c WHERE c.idempotency_key = 'leasehold:batch:' || b.id OFFSET 0)`,
   };
 }
 

@@ -19,9 +19,13 @@ export const WORKFLOW_JOB_COLUMNS = `,
   parent_policy    text CHECK (parent_policy IN ('cancel','hold')),
   batch_id         bigint`;
 
-/** Retention keeps a job while a job depending on it has not ended: it may still wait for it or read it (ctx.parents) (`j`: the jobs row's alias). */
+/**
+ * Retention keeps a job while a job depending on it has not ended: it may still wait for it or
+ * read it (ctx.parents) (`j`: the jobs row's alias). OFFSET 0: probed per row through the primary
+ * keys, never planned as one hash of every job not ended.
+ */
 export const notHeld = (s: string, j: string): string =>
-  `(${j}.dependents IS NULL OR NOT EXISTS (SELECT 1 FROM ${s}.job_dependencies d JOIN ${s}.jobs c ON c.id = d.child_id WHERE d.parent_id = ${j}.id AND c.status NOT IN ('succeeded','dead','cancelled')))`;
+  `(${j}.dependents IS NULL OR NOT EXISTS (SELECT 1 FROM ${s}.job_dependencies d JOIN ${s}.jobs c ON c.id = d.child_id WHERE d.parent_id = ${j}.id AND c.status NOT IN ('succeeded','dead','cancelled') OFFSET 0))`;
 
 /** The workflow tables and indexes, in the baseline migration. */
 export const workflowTables = (s: string): string => `
