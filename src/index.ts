@@ -50,6 +50,7 @@ export { MISFIRE_POLICIES } from './core/schedules.js';
 export type { LockRow, MisfirePolicy, ScheduleInput, ScheduleRow, ScheduleSource, ScheduleSpec } from './core/schedules.js';
 export type { AlertStateRow, AttemptRow, EffectRow, InsertOutcome, JobCount, JobQuery, JobRow, QueueState, WorkerRow } from './core/storage.js';
 export type { FlowItem, FlowOptions } from './runtime/client-workflows.js';
+export type { StoredParent } from './core/workflow-graph.js';
 export type { BatchOptions, Batches } from './runtime/client-batches.js';
 export type { BatchRow, BatchState, JobProgress, ParentPolicy } from './core/storage.js';
 export { PROGRESS_LIMIT_BYTES, RESULT_LIMIT_BYTES } from './core/results.js';

@@ -10,8 +10,15 @@
  *   progress = value, progress_note = note, progress_at = now; true when it landed, false when
  *   the lease is gone (nothing written). The last progress stays on the job after it ends.
  * - workflows.insertFlow: one transaction. Each job as jobs.insert would make it, but a job with
- *   parents is `waiting` with pending_parents = its parent count, never claimed; each parent
- *   records how many children it has (dependents) and the edges are stored. Rows in input order.
+ *   parents is `waiting` with pending_parents = its parents not succeeded, never claimed; each
+ *   parent records how many children it has (dependents) and the edges are stored. Rows in input
+ *   order. Stored parents (storedParents) are locked first (FOR UPDATE in id order; SQLite's write
+ *   lock) and read as committed: succeeded counts as done (a job left with none pending is
+ *   `queued`, pending_parents 0); not ended is waited for; dead or cancelled under 'cancel' writes
+ *   the job and its descendants in the call `cancelled` (finished_at now, PARENT_FAILED, counted
+ *   as ended by their batch), under 'hold' leaves them waiting (core/workflow-graph.ts startFlow).
+ *   An id naming no job: ValidationError, nothing written. A finish of a stored parent that waited
+ *   for that lock settles the new children (PostgreSQL: settle_children reads after the lock).
  * - leases.finish, in the same transaction as the item it lands: a job with dependents that
  *   becomes `succeeded` takes one off each waiting child's pending_parents; a child at 0 becomes
  *   `queued` with run_at = max(run_at, now). One that becomes `dead` or `cancelled` cancels every
@@ -32,8 +39,11 @@
  *   in id order, and the edges between them; a job without edges is a workflow of one, an unknown id none.
  * - workflows.listBatches: batches newest first, below `beforeId`; workflows.batchMembers: a
  *   batch's members in id order, above `afterId`; both at most `limit`, read through indexes.
- * - Retention: jobs.prune and diagnostics.prunable leave out a job while a job waiting for it
- *   (status 'waiting', an edge from it) exists; prune deletes the edges of the jobs it deletes.
+ * - Retention: jobs.prune and diagnostics.prunable leave out a job while a job depending on it (an
+ *   edge from it) has not ended (not succeeded, dead or cancelled), probed per job through the
+ *   keys; prune deletes the edges of the jobs it deletes as children (a child keeps naming a
+ *   deleted parent; dependencies lists it), and then each done batch the deleted jobs were members
+ *   or the callback of that has no member and no callback job left (after the prune committed).
  */
 import type { JobRow, NewJob } from './storage-jobs.js';
 import type { JobStatus } from './status.js';

@@ -124,9 +124,9 @@ export class Client<const J extends JobList = any> {
 
   /**
    * Enqueue a workflow in one transaction: jobs named by `key`, each run only after the jobs its
-   * `dependsOn` names (keys of the same call) all succeeded. The graph is checked first (keys
-   * unique and known, no cycle) and every item as `enqueue` checks it; nothing is written on bad
-   * input. See docs/workflows.md.
+   * `dependsOn` names (keys of the same call, or `{ jobId }` of stored jobs) all succeeded. The
+   * graph is checked first (keys unique and known, no cycle; stored ids that exist) and every item
+   * as `enqueue` checks it; nothing is written on bad input. See docs/workflows.md.
    *
    * @returns the jobs as written, by key (those with parents `waiting`)
    * @throws `ValidationError` (`INVALID_FLOW`, and `enqueue`'s codes)
