@@ -48,9 +48,10 @@ export const WORKFLOW_TABLES: readonly string[] = [
       )`,
 ];
 
-/** Retention keeps a job while a job depending on it has not ended: it may still wait for it or read it (ctx.parents) (`j`: the jobs row's alias). */
+/** Retention keeps a job while a job depending on it (may still wait for it or read it) has not ended (`j`: the jobs row's alias). */
+// a scalar subquery, probed per row through the primary keys: MariaDB made NOT EXISTS one materialized read of every edge
 export const notHeld = (t: Tables, j: string): string =>
-  `(${j}.dependents IS NULL OR NOT EXISTS (SELECT 1 FROM ${t.dependencies} d JOIN ${t.jobs} c ON c.id = d.child_id WHERE d.parent_id = ${j}.id AND c.status NOT IN ('succeeded','dead','cancelled')))`;
+  `(${j}.dependents IS NULL OR (SELECT 1 FROM ${t.dependencies} d JOIN ${t.jobs} c ON c.id = d.child_id WHERE d.parent_id = ${j}.id AND c.status NOT IN ('succeeded','dead','cancelled') LIMIT 1) IS NULL)`;
 
 export function workflowsSql(t: Tables) {
   return {
