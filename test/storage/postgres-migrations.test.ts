@@ -40,7 +40,9 @@ describe('postgres migrations', { skip: url === null }, () => {
     assert.deepEqual(schemaDiff(actual), []);
     assert.deepEqual(Object.keys(actual).sort(), Object.keys(EXPECTED_TABLES).sort());
     const functions = await c.query(`SELECT proname FROM pg_proc WHERE pronamespace = $1::regnamespace ORDER BY proname`, [s.schema]);
-    assert.deepEqual(functions.rows.map((r) => r.proname), ['claim_jobs'], 'the claim is the one statement run as a function');
+    const settings = await c.query(`SELECT proconfig FROM pg_proc WHERE pronamespace = $1::regnamespace AND proname = 'claim_jobs'`, [s.schema]);
+    assert.ok((settings.rows[0].proconfig as string[]).includes('jit=off'), 'the claim is never JIT-compiled, however large the table');
+    assert.deepEqual(functions.rows.map((r) => r.proname), ['claim_jobs', 'settle_children'], 'the claim and the settle of a finish\'s children are the statements run as functions');
     assert.equal(await s.schemaVersion(), SCHEMA_VERSION);
     assert.deepEqual(await s.migrate(), { from: SCHEMA_VERSION, to: SCHEMA_VERSION, applied: [] });
     assert.equal(await s.schemaVersion(), SCHEMA_VERSION);

@@ -18,8 +18,8 @@ import { NOW, ms } from './sql.js';
 const epochMs = (col: string): string => `round(extract(epoch FROM ${col}) * 1000)::float8`;
 
 /** Sent with BEGIN: index scans only, as in claim_jobs, so a table without statistics is never sorted whole per claim. */
-export const INDEX_SCANS_BEGIN = `-- leasehold claim (limited): open its transaction with index scans only, as claim_jobs is planned
-BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off`;
+export const INDEX_SCANS_BEGIN = `-- leasehold claim (limited): open its transaction with index scans only and no JIT, as claim_jobs is planned
+BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL jit = off`;
 
 /** The statements of a limited claim; `claimOutput` and `claimColumns` are the normal claim's (leases.ts). */
 export function flowSql(s: string, claimOutput: string, claimColumns: string) {

@@ -219,11 +219,12 @@ CREATE TABLE ${s}.attempt_rollups (
 
 -- claim_jobs: the claim (leases.ts), planned with index scans only: without planner statistics
 -- (a fresh or bulk-loaded table autovacuum has not analyzed yet) a plain statement sorts every
--- due row per claim instead of reading jobs_due_idx in order and stopping after lim rows
+-- due row per claim instead of reading jobs_due_idx in order and stopping after lim rows; never
+-- JIT-compiled: on millions of jobs its cost passes jit_above_cost, and compiling costs more than the claim
 CREATE FUNCTION ${s}.claim_jobs(worker text, types text[], queues text[], lim integer, lease_ms float8, token_base text)
 RETURNS TABLE (${CLAIM_COLUMNS.map((c) => `${c} ${CLAIM_TYPES[c]}`).join(', ')})
 LANGUAGE plpgsql VOLATILE
-SET enable_seqscan = off SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan SET jit = off
 AS $fn$
 #variable_conflict use_column
 BEGIN
