@@ -4,7 +4,7 @@ import { afterEach, beforeEach, test } from 'node:test';
 import type { FlowJob, NewJob, Storage } from '../../src/core/storage.js';
 import { createDashboard } from '../../src/dashboard/index.js';
 import type { Seeded } from './support.js';
-import { XSS, foreignScripts, get, getJson } from './support.js';
+import { Jar, TOKEN, XSS, foreignScripts, get, getJson } from './support.js';
 import { seededMemory } from './support.js';
 
 let storage: Storage;
@@ -125,4 +125,19 @@ test('the batches list: newest first, paged, in the nav', async () => {
   const live = await getJson<Live>(app, '/api/batches');
   assert.equal(live.body!.tables.batches!.length, 50);
   assert.equal((await get(app, '/batches?before=x')).res.status, 400);
+});
+
+test('with a token the workflow and batch pages and their JSON need the credentials', async () => {
+  const [root] = await storage.workflows.insertFlow({ jobs: [flowJob('guarded', []), flowJob('guarded', [0])], onParentFailure: 'cancel' });
+  const batch = await storage.workflows.createBatch({ callback: spec('cb'), onSuccessOnly: false });
+  const app = createDashboard({ client: s.full, token: TOKEN });
+  for (const path of [`/jobs/${root!.id}/workflow`, '/batches', `/batches/${batch.id}`]) {
+    const { res } = await get(app, path);
+    assert.equal(res.status, 303, path);
+    assert.match(res.headers.get('location') ?? '', /^\/login\?next=/);
+  }
+  for (const path of [`/api/jobs/${root!.id}/workflow`, '/api/batches', `/api/batches/${batch.id}`]) assert.equal((await get(app, path)).res.status, 401, path);
+  const bearer = { authorization: `Bearer ${TOKEN}` };
+  assert.equal((await get(app, `/jobs/${root!.id}/workflow`, new Jar(), bearer)).res.status, 200);
+  assert.equal((await get(app, `/api/batches/${batch.id}`, new Jar(), bearer)).res.status, 200);
 });
