@@ -21,6 +21,17 @@ export const ATTEMPT_SQL = {
       outcome, error_code, error_message, error_stack, retry_delay_ms, wait_ms)
     SELECT id, attempts, locked_by, lease_token, started_at, ?, max(0, ? - started_at), ?, ?, ?, ?, ?, max(0, started_at - run_at)
     FROM {p}jobs WHERE id = ? AND lease_token = ? AND status = 'running' AND (? = 0 OR locked_until < ?)`,
+  // the common end for a whole finish write: one statement (and one statement journal) per
+  // batch, not per job; @items is [[id, leaseToken, result], …]; CROSS JOIN: @items drives;
+  // +status: each job read by its rowid, never by a walk of the running index however ANALYZE
+  // counted it
+  succeeded: `-- leasehold attempts.succeeded (leases.finish): write the history rows of the attempts in @items that succeeded, read from their job rows under the finish's fence
+    INSERT INTO {p}job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
+      outcome, error_code, error_message, error_stack, retry_delay_ms, wait_ms)
+    SELECT j.id, j.attempts, j.locked_by, j.lease_token, j.started_at, @now, max(0, @now - j.started_at), 'succeeded', NULL, NULL, NULL, NULL,
+      max(0, j.started_at - j.run_at)
+    FROM json_each(@items) AS i CROSS JOIN {p}jobs AS j
+    WHERE j.id = i.value ->> 0 AND j.lease_token = i.value ->> 1 AND +j.status = 'running'`,
   // ended attempts in the order they were written (one lease at a time, so the order they ran);
   // the running one's id is 'running:' + job id, as on PostgreSQL and MySQL
   list: `-- leasehold attempts.list: a job's attempt history, oldest first, then the attempt running now (held in the job row)

@@ -5,8 +5,10 @@
  *   statement returned, never re-read, and it writes no attempt row (see attempts.ts). A claim
  *   naming a type or queue with limits (`flow`, `queueFlow`) runs in one IMMEDIATE transaction
  *   instead: the limited groups' picks (flow.ts), then the free part through the same statement;
- * - finishes and heartbeats are cached statements run per item in one IMMEDIATE transaction:
- *   cheaper than one UPDATE … FROM json_each per batch (see LEASE_SQL.finish).
+ * - a finish call is one IMMEDIATE transaction: the handlers' plain successes in it are two
+ *   statements for all of them (attempts.succeeded, LEASE_SQL.succeed: json_each of their
+ *   leases, each job read by its rowid); every other finish, and heartbeats, are cached
+ *   statements run per item (see LEASE_SQL.finish).
  */
 import type { JobStatus } from '../../core/status.js';
 import type {
@@ -26,7 +28,9 @@ import type { SqlExpired } from './sql.js';
  * generator, seeded from the OS), so exactly one is made per claimed row. Only the queue filter
  * in use goes into the SQL. RETURNING carries what the caller cannot compute itself (the rest
  * is the claim's own values); its order is unspecified, the caller sorts. `picked`: the ids a
- * flow plan chose (@ids), still due, instead of the claim-order walk.
+ * flow plan chose (@ids), still due, instead of the claim-order walk. `LIMIT @limit + 0`: SQLite
+ * reads a bare parameter's value into this statement's plan, so rebinding it (every claim)
+ * would compile the statement again at its next run.
  */
 function claimSql(which: 'due' | 'dueByQueue' | 'dueExcept' | 'picked'): string {
   const header = which === 'picked'
@@ -40,7 +44,7 @@ function claimSql(which: 'due' | 'dueByQueue' | 'dueExcept' | 'picked'): string 
         AND type IN (SELECT value FROM json_each(@types))${queueFilter}
         AND ${NOT_PAUSED}
       ORDER BY priority, run_at, id
-      LIMIT @limit)`;
+      LIMIT @limit + 0)`;
   return `-- leasehold leases.claim: ${header}, each with a fresh 128-bit token
     UPDATE {p}jobs
     SET status = 'running', locked_by = @workerId, lease_token = lower(hex(randomblob(16))),
@@ -56,23 +60,34 @@ const CLAIM_BY_QUEUE_SQL = claimSql('dueByQueue');
 const CLAIM_EXCEPT_SQL = claimSql('dueExcept');
 const CLAIM_PICKED_SQL = claimSql('picked');
 
-const LEASE_SQL = {
+/** The lease statements (exported for the plan tests). */
+export const LEASE_SQL = {
   heartbeat: `-- leasehold leases.heartbeat: extend one lease that still holds (? = lockedUntil, now, now, id, leaseToken)
     UPDATE {p}jobs SET locked_until = ?, heartbeat_at = ?, updated_at = ?
     WHERE id = ? AND lease_token = ? AND status = 'running'`,
   status: `-- leasehold leases.status: a job's current status (to report a lost lease)
     SELECT status FROM {p}jobs WHERE id = ?`,
   // per item rather than one UPDATE … FROM json_each per batch: SQLite re-parses the JSON item
-  // for every ->> it extracts, and an equality on the INTEGER PRIMARY KEY is a rowid lookup
-  // whatever ANALYZE recorded, where a join's order is the planner's guess
+  // for every ->> it extracts, and this one has a dozen values (the success's three)
   finish: `-- leasehold leases.finish: fenced finish of one attempt: lands only under the same lease on a running job (? = status, now, runAfterMs, uncount, hasError, errorCode, hasError, errorMessage, finishedAt, now, result, id, leaseToken, onlyIfExpired, now)
     UPDATE {p}jobs
     SET status = ?, run_at = coalesce(? + ?, run_at), attempts = attempts - ?,
         last_error_code = CASE WHEN ? THEN ? ELSE last_error_code END,
         last_error = CASE WHEN ? THEN ? ELSE last_error END,
         locked_by = NULL, lease_token = NULL, locked_until = NULL, finished_at = ?, updated_at = ?, result = ?
-    WHERE id = ? AND lease_token = ? AND status = 'running' AND (? = 0 OR locked_until < ?)
-    RETURNING dependents, batch_id`,
+    WHERE id = ? AND lease_token = ? AND status = 'running' AND (? = 0 OR locked_until < ?)`,
+  // the common finish for a whole write, read as attempts.succeeded reads; RETURNING says which landed
+  succeed: `-- leasehold leases.finish: fenced success of the attempts in @items ([[id, leaseToken, result], …]): each lands only under its lease on a running job
+    UPDATE {p}jobs
+    SET status = 'succeeded', locked_by = NULL, lease_token = NULL, locked_until = NULL, finished_at = @now, updated_at = @now, result = i.value ->> 2
+    FROM json_each(@items) AS i
+    WHERE {p}jobs.id = i.value ->> 0 AND {p}jobs.lease_token = i.value ->> 1 AND +{p}jobs.status = 'running'
+    RETURNING id`,
+  // not the finish's RETURNING: SQLite gathers RETURNING rows in a temporary table at every run
+  // and journals such a statement, per finished job; this reads the batch's rows once
+  workflowOf: `-- leasehold leases.finish: which of the jobs just finished (@ids) a workflow waits on or a batch counts
+    SELECT id, dependents, batch_id FROM {p}jobs
+    WHERE id IN (SELECT value FROM json_each(@ids)) AND (dependents IS NOT NULL OR batch_id IS NOT NULL)`,
   expired: `-- leasehold leases.expired: running jobs whose lease has expired, of @types when not null, oldest expiry first
     SELECT id, type, lease_token, locked_by, attempts, max_attempts FROM {p}jobs
     WHERE status = 'running' AND locked_until < @now AND (@types IS NULL OR type IN (SELECT value FROM json_each(@types)))
@@ -125,6 +140,12 @@ function claimedJob(r: ClaimRow, p: ClaimParams, now: number): ClaimedJob {
 }
 
 const TERMINAL: ReadonlySet<string> = new Set(['succeeded', 'dead', 'cancelled']);
+
+/** A handler's success as the worker reports it: the finish whose statements bind only the lease, the time and the result. */
+function plainSuccess(f: FinishParams): boolean {
+  return f.status === 'succeeded' && f.attempt.outcome === 'succeeded' && f.attempt.error == null && f.attempt.retryDelayMs == null
+    && f.error == null && f.runAfterMs === undefined && f.uncountAttempt !== true && f.onlyIfExpired !== true;
+}
 
 export class SqliteLeases implements LeaseStore {
   constructor(private readonly db: SqliteDb) {}
@@ -182,9 +203,10 @@ export class SqliteLeases implements LeaseStore {
   }
 
   /**
-   * Item by item in input order: the attempt's history row first (ATTEMPT_SQL.end, read from
-   * the job row under the same fence), then the job row, whose count says whether the item
-   * landed. Same fence, same transaction: the history row is written exactly when it lands.
+   * The handlers' plain successes together (`#succeed`), then the rest item by item in input
+   * order: the attempt's history row first (ATTEMPT_SQL.end, read from the job row under the
+   * same fence), then the job row, whose count says whether the item landed. Same fence, same
+   * transaction: the history row is written exactly when it lands.
    */
   async finish(p: { items: readonly FinishParams[]; tx?: unknown }): Promise<FinishResult[]> {
     refuseTx(p.tx, 'leases.finish');
@@ -192,29 +214,64 @@ export class SqliteLeases implements LeaseStore {
     const db = this.db;
     const now = db.now();
     return db.write(() => {
+      const landed = new Map<number, string>();
+      const ids = p.items.map((f) => toSqlId(f.id));
+      // a job's first item only: a later one for the same job must meet the lease the first left
+      const seen = new Set<number>();
+      const together = p.items.map((f, i) => {
+        const id = ids[i] as number | null;
+        if (id === null || seen.has(id)) return false;
+        seen.add(id);
+        return plainSuccess(f);
+      });
+      const succeeded = together.includes(true) ? this.#succeed(p.items, ids, together, now) : new Set<number>();
       const end = db.stmt(ATTEMPT_SQL.end);
-      // rows as arrays: the two workflow columns, without an object per finish
-      const finish = db.stmt(LEASE_SQL.finish, 'raw');
-      let tally: BatchTally | undefined;
-      const results = p.items.map((f): FinishResult => {
-        const id = toSqlId(f.id);
+      const finish = db.stmt(LEASE_SQL.finish);
+      const results = p.items.map((f, i): FinishResult => {
+        const id = ids[i] as number | null;
         if (id === null) return { id: f.id, applied: false };
+        if (together[i]) {
+          const applied = succeeded.has(id);
+          if (applied) landed.set(id, f.status);
+          return { id: f.id, applied };
+        }
         const expiredOnly = f.onlyIfExpired ? 1 : 0;
         const a = f.attempt.error ?? null;
         end.run(now, now, f.attempt.outcome, a?.code ?? null, a?.message ?? null, a?.stack ?? null, f.attempt.retryDelayMs ?? null, id, f.leaseToken, expiredOnly, now);
         const e = f.error ?? null;
         const hasError = e === null ? 0 : 1;
-        const landed = finish.get(
+        const applied = finish.run(
           f.status, now, f.runAfterMs ?? null, f.uncountAttempt ? 1 : 0, hasError, e?.code ?? null, hasError, e?.message ?? null,
           TERMINAL.has(f.status) ? now : null, now, f.result ?? null, id, f.leaseToken, expiredOnly, now,
-        ) as [dependents: number | null, batchId: number | null] | undefined;
-        if (landed?.[0] != null) settleChildren(db, id, f.status, now, (tally ??= new BatchTally()));
-        if (landed?.[1] != null) (tally ??= new BatchTally()).add(landed[1], f.status);
-        return { id: f.id, applied: landed !== undefined };
+        ).changes > 0;
+        if (applied) landed.set(id, f.status);
+        return { id: f.id, applied };
       });
-      tally?.settle(db, now);
+      if (landed.size > 0) this.#settle(landed, now);
       return results;
     });
+  }
+
+  /** The plain successes among `items` (where `together`), in two statements: the ids that landed. */
+  #succeed(items: readonly FinishParams[], ids: readonly (number | null)[], together: readonly boolean[], now: number): Set<number> {
+    const batch = JSON.stringify(items.flatMap((f, i) => (together[i] ? [[ids[i], f.leaseToken, f.result ?? null]] : [])));
+    this.db.stmt(ATTEMPT_SQL.succeeded).run({ now, items: batch });
+    const rows = this.db.stmt(LEASE_SQL.succeed, 'raw').all({ now, items: batch }) as [id: number][];
+    return new Set(rows.map((r) => r[0]));
+  }
+
+  /** What the jobs that landed (id → the status they moved to) release: their waiting children and their batches' counts. */
+  #settle(landed: ReadonlyMap<number, string>, now: number): void {
+    const db = this.db;
+    const rows = db.stmt(LEASE_SQL.workflowOf, 'raw').all({ ids: JSON.stringify([...landed.keys()]) }) as [id: number, dependents: number | null, batchId: number | null][];
+    if (rows.length === 0) return;
+    const tally = new BatchTally();
+    for (const [id, dependents, batchId] of rows) {
+      const status = landed.get(id) as string;
+      if (dependents !== null) settleChildren(db, id, status, now, tally);
+      if (batchId !== null) tally.add(batchId, status);
+    }
+    tally.settle(db, now);
   }
 
   async findExpired(p: ExpiredLeaseQuery): Promise<ExpiredLease[]> {

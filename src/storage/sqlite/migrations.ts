@@ -37,7 +37,10 @@ CREATE TABLE {p}jobs (
   queue           TEXT    NOT NULL,
   type            TEXT    NOT NULL,
   payload         TEXT    NOT NULL,
-  status          TEXT    NOT NULL CHECK (status IN ('queued','running','succeeded','failed','dead','cancelled','waiting')),
+  -- equalities, not IN: SQLite builds an IN list of more than two values into a temporary
+  -- index at every statement that changes the status (every claim and finish)
+  status          TEXT    NOT NULL CHECK (status = 'queued' OR status = 'running' OR status = 'succeeded' OR status = 'failed'
+                    OR status = 'dead' OR status = 'cancelled' OR status = 'waiting'),
   priority        INTEGER NOT NULL DEFAULT 0,
   run_at          INTEGER NOT NULL,
   attempts        INTEGER NOT NULL DEFAULT 0,
