@@ -89,14 +89,15 @@ WITH victims AS (
   LIMIT $3::int
   FOR UPDATE SKIP LOCKED
 ), gone AS (
-  DELETE FROM ${s}.jobs j USING victims v WHERE j.id = v.id RETURNING j.id, j.batch_id, j.idempotency_key
+  -- each delete takes its ids as an array, not as a join, so no plan hashes a whole table
+  DELETE FROM ${s}.jobs j WHERE j.id = ANY (ARRAY(SELECT id FROM victims)) RETURNING j.id, j.batch_id, j.idempotency_key
 ), history AS (
-  DELETE FROM ${s}.job_attempts a USING gone g WHERE a.job_id = g.id
+  DELETE FROM ${s}.job_attempts a WHERE a.job_id = ANY (ARRAY(SELECT id FROM gone))
 ), events AS (
-  DELETE FROM ${s}.job_events e USING gone g WHERE e.job_id = g.id
+  DELETE FROM ${s}.job_events e WHERE e.job_id = ANY (ARRAY(SELECT id FROM gone))
 ), edges_in AS (
   -- only its edges as a child: a pruned parent's stay with its children, which still name it
-  DELETE FROM ${s}.job_dependencies d USING gone g WHERE d.child_id = g.id
+  DELETE FROM ${s}.job_dependencies d WHERE d.child_id = ANY (ARRAY(SELECT id FROM gone))
 )
 -- with the batches the pruned jobs belonged to or called back, which they may have left empty
 SELECT (SELECT count(*)::int FROM gone) AS n,
@@ -117,6 +118,10 @@ DELETE FROM ${s}.batches b WHERE b.id = ANY($1::bigint[]) AND b.state = 'done'
 type AdminResult = { job: JobRow | null; applied: boolean };
 
 const CANCEL_MESSAGE = 'cancelled by an operator';
+
+/** A prune batch is never JIT-compiled: on millions of finished jobs its estimated cost passes jit_above_cost, and compiling costs more than the delete. */
+const PRUNE_BEGIN = `-- leasehold pruneJobs: open its transaction without JIT
+BEGIN; SET LOCAL jit = off`;
 
 export class PostgresJobs extends SqlAggregate<Db, ReturnType<typeof jobsSql>> implements JobStore {
   private readonly inserts = new JobInserts(this.db);
@@ -192,7 +197,7 @@ export class PostgresJobs extends SqlAggregate<Db, ReturnType<typeof jobsSql>> i
 
   async prune(p: PruneParams): Promise<number> {
     if (p.limit <= 0 || p.statuses.length === 0) return 0;
-    const [row] = await this.db.run('pruneJobs', this.sql.prune, [[...p.statuses], p.olderThanMs, p.limit]);
+    const [row] = await this.db.transaction('pruneJobs', (c) => query(c, 'pruneJobs', this.sql.prune, [[...p.statuses], p.olderThanMs, p.limit]), PRUNE_BEGIN);
     const batches = (row?.batches ?? []) as string[];
     if (batches.length > 0) await this.db.run('pruneJobs', this.sql.forgetBatches, [batches]);
     return Number(row?.n ?? 0);
