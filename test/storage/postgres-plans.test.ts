@@ -27,8 +27,8 @@ describe('postgres plans of the hot statements', { skip: url === null }, () => {
   });
 
   /** A migrated storage whose connections log every plan; `plans(re)` are the logged plans of statements matching `re`. */
-  async function explaining(): Promise<{ s: PostgresStorage; q: string; plans: (re: RegExp) => string[]; reset: () => void }> {
-    const pool = new pg.Pool({ connectionString: url as string, max: 1, options: AUTO_EXPLAIN });
+  async function explaining(settings = ''): Promise<{ s: PostgresStorage; q: string; plans: (re: RegExp) => string[]; reset: () => void }> {
+    const pool = new pg.Pool({ connectionString: url as string, max: 1, options: `${AUTO_EXPLAIN} ${settings}` });
     pools.push(pool);
     const logged: string[] = [];
     pool.on('connect', (c) => c.on('notice', (n) => logged.push(n.message ?? '')));
@@ -206,5 +206,23 @@ describe('postgres plans of the hot statements', { skip: url === null }, () => {
     assert.match(all, /Scan (using|on) effects_pkey/, all);
     assert.doesNotMatch(all, /(using|on) jobs_running_lease_idx/, all);
     for (const plan of batches) noFullScans(plan);
+  });
+  it('a prune batch deletes its jobs and their history by primary key, never JIT-compiled, on history without statistics', async () => {
+    // every statement that may be compiled is: the prune must opt out
+    const { s, q, plans, reset } = await explaining('-c jit_above_cost=0 -c auto_explain.log_analyze=on');
+    const c = await client();
+    await c.query(`INSERT INTO ${q}.jobs (queue, type, payload, status, priority, run_at, max_attempts, timeout_ms, max_runtime_ms, finished_at)
+      SELECT 'default', 'bulk', '{}'::json, 'succeeded', 0, now() - interval '9 days', 3, 60000, 600000, now() - interval '8 days'
+      FROM generate_series(1, 20000)`);
+    await c.query(`INSERT INTO ${q}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, wait_ms, outcome)
+      SELECT id, 1, 'w', 't' || id, finished_at, finished_at, 0, 0, 'succeeded' FROM ${q}.jobs`);
+    await c.query(`ANALYZE ${q}.jobs`);
+    reset();
+    assert.equal(await s.jobs.prune({ statuses: ['succeeded'], olderThanMs: 86_400_000, limit: 1000 }), 1000);
+    const prune = one(plans(/leasehold pruneJobs: delete/), 'prune');
+    assert.doesNotMatch(prune, /Seq Scan on (jobs|job_attempts)|Hash Join/, prune);
+    assert.match(prune, /Index Scan (using|on) job_attempts_pkey/, prune);
+    assert.doesNotMatch(prune, /JIT:/, prune);
+    assert.equal(Number((await c.query(`SELECT count(*) AS n FROM ${q}.job_attempts`)).rows[0].n), 19_000);
   });
 });
