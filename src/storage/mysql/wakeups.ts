@@ -68,6 +68,8 @@ export class MysqlWakeups {
   private readonly known = new Set<number>();
   private listedAt = -Infinity;
   private listing: Promise<void> | null = null;
+  /** a read of the process list is to follow (a KILL found its connection gone) */
+  private relistDue = false;
   /** per parked connection: when the last KILL went out, and the next one if it is waiting */
   private readonly killing = new Map<number, { sentAt: number; next: Promise<void> | null }>();
   private readonly sending = new Set<Promise<void>>();
@@ -198,11 +200,21 @@ export class MysqlWakeups {
     await Promise.all([...first, this.listing]);
   }
 
-  /** Read the process list after the read under way, if any, which may have begun before a connection parked. */
-  private async relist(): Promise<void> {
-    await this.listing;
-    this.listing ??= this.list().finally(() => (this.listing = null));
-    await this.listing;
+  /**
+   * Read the process list again soon: now, or after the read under way (which may have begun
+   * before a connection parked, and may be the one whose KILL failed: never awaited here), at
+   * most once per WAKE_GAP_MS.
+   */
+  private relist(): void {
+    if (this.closing || this.relistDue) return;
+    this.relistDue = true;
+    const wait = Math.max(0, this.listedAt + WAKE_GAP_MS - performance.now());
+    void Promise.all([this.listing, new Promise((r) => setTimeout(r, wait))]).then(() => {
+      this.relistDue = false;
+      if (this.closing) return;
+      this.listing ??= this.list().finally(() => (this.listing = null));
+      return this.listing;
+    }).catch(() => {});
   }
 
   /** Read the process list; wake the parked connections not known before. */
@@ -229,12 +241,12 @@ export class MysqlWakeups {
       // a commit from here on needs another KILL
       state.next = null;
       state.sentAt = performance.now();
-      await run(this.db.pool, SQL.kill, [id]).catch(async (e: unknown) => {
+      await run(this.db.pool, SQL.kill, [id]).catch((e: unknown) => {
         // gone, or not ours: a later list adds it again if it is parked
         this.known.delete(id);
         this.killing.delete(id);
         // gone: its subscriber may have parked again on another connection, so look now, not a second later
-        if ((e as { errno?: unknown }).errno === ER_NO_SUCH_THREAD) await this.relist();
+        if ((e as { errno?: unknown }).errno === ER_NO_SUCH_THREAD) this.relist();
       });
     });
     return state.next;
