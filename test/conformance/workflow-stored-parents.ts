@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ValidationError } from '../../src/core/index.js';
-import type { FlowJob, ParentPolicy, Storage } from '../../src/core/storage.js';
+import type { ClaimedJob, FlowJob, ParentPolicy, Storage } from '../../src/core/storage.js';
 import type { ConformanceHarness } from './index.js';
 import { finishOf, mustGet, newJob, uniq, useDb } from './helpers.js';
 import { claimAll, succeed } from './workflows.js';
@@ -109,17 +109,21 @@ export function storedParentTests(h: ConformanceHarness): void {
       const stores = [db.storage, ...(await Promise.all(Array.from({ length: 3 }, () => db.connectAnother())))];
       const ptype = uniq('race-p');
       const type = uniq('race-kid');
-      const n = 24;
-      const parents = await Promise.all(Array.from({ length: n }, () => storedJob(db.storage, ptype)));
-      const claimed = await stores[0]!.leases.claim({ workerId: 'p', types: [ptype], queues: null, limit: n, leaseMs: 60_000 });
+      const n = 48;
+      await Promise.all(Array.from({ length: n }, () => storedJob(db.storage, ptype)));
+      const claimed: ClaimedJob[] = [];
+      for (let tries = 0; claimed.length < n && tries < 100; tries++) claimed.push(...(await stores[0]!.leases.claim({ workerId: 'p', types: [ptype], queues: null, limit: n - claimed.length, leaseMs: 60_000 })));
       assert.equal(claimed.length, n);
+      // every third parent dies: its child is cancelled (policy 'cancel'), never left waiting
+      const dies = (i: number) => i % 3 === 0;
       const parentOf = new Map<string, string>();
       const early: string[] = [];
       let ran = 0;
       let inserted = 0;
+      const toRun = claimed.filter((_, i) => !dies(i)).length;
       const until = Date.now() + 60_000;
       const claimer = async (s: Storage, w: number) => {
-        while ((inserted < n || ran < n) && Date.now() < until) {
+        while ((inserted < n || ran < toRun) && Date.now() < until) {
           const got = await s.leases.claim({ workerId: `k${w}`, types: [type], queues: null, limit: 4, leaseMs: 60_000 });
           if (got.length === 0) {
             await new Promise((r) => setTimeout(r, 2));
@@ -130,24 +134,31 @@ export function storedParentTests(h: ConformanceHarness): void {
           ran += got.length;
         }
       };
+      const end = (i: number) => (dies(i) ? { status: 'dead' as const, error: ERR, attempt: { outcome: 'dead' as const, error: ERR } } : {});
+      const insert = async (c: { id: string }, i: number) => {
+        const [row] = await stores[(i + 3) % 4]!.workflows.insertFlow({ jobs: [{ ...newJob(type), parents: [], storedParents: [c.id] }], onParentFailure: 'cancel' });
+        parentOf.set(row!.id, c.id);
+        inserted++;
+      };
       await Promise.all([
-        // each parent's finish and its child's insert sent at the same moment, on different connections
+        // each child's insert on one connection and its parent's finish on two others (one lands)
         ...claimed.map(async (c, i) => {
-          await stores[1 + (i % 3)]!.leases.finish({ items: [finishOf(c)] });
-        }),
-        ...claimed.map(async (c, i) => {
-          const [row] = await stores[(i + 2) % 4]!.workflows.insertFlow({ jobs: [{ ...newJob(type), parents: [], storedParents: [c.id] }], onParentFailure: 'cancel' });
-          parentOf.set(row!.id, c.id);
-          inserted++;
+          const child = insert(c, i);
+          // spread over the insert's transaction: some finishes reach the parent while the insert holds it
+          await new Promise((r) => setTimeout(r, i % 6));
+          await Promise.all([child, ...[1, 2].map((k) => stores[(i + k) % 4]!.leases.finish({ items: [finishOf(c, end(i))] }))]);
         }),
         claimer(stores[0]!, 0), claimer(stores[3]!, 1),
       ]);
       assert.deepEqual(early, [], 'no child claimed before its parent succeeded');
-      const stuck = [];
-      for (const id of parentOf.keys()) if ((await mustGet(db.storage, id)).status !== 'succeeded') stuck.push(id);
-      assert.deepEqual(stuck, [], 'every child ran');
-      assert.equal(ran, n);
-      assert.deepEqual(parents.sort(), claimed.map((c) => c.id).sort());
+      const wrong: string[] = [];
+      for (const [id, parent] of parentOf) {
+        const i = claimed.findIndex((c) => c.id === parent);
+        const child = await mustGet(db.storage, id);
+        if (child.status !== (dies(i) ? 'cancelled' : 'succeeded')) wrong.push(`${id}: ${child.status} (parent ${parent} ${dies(i) ? 'dead' : 'succeeded'})`);
+      }
+      assert.deepEqual(wrong, [], 'every child ran, or was cancelled with its dead parent');
+      assert.equal(ran, toRun);
     });
   });
 }
