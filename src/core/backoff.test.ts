@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { Backoff, retrying } from './backoff.js';
 
@@ -56,5 +57,16 @@ describe('retrying', () => {
       { policy, attempts: 2, onRetry: (e, n, ms) => retries.push([(e as Error).message, n, ms]), sleep: async () => {} },
     );
     assert.deepEqual(retries, [['x', 1, 10]]);
+  });
+});
+
+describe('retrying, alone in a process', () => {
+  it('holds the process open while it waits to try again (a CLI migrating at start must not exit mid-retry)', () => {
+    const script = `import { retrying } from ${JSON.stringify(new URL('./backoff.ts', import.meta.url).href)};
+      let tries = 0;
+      const policy = { kind: 'exponential', baseMs: 50, factor: 1, maxMs: 50, jitter: 'none' };
+      console.log(await retrying(async () => { if (++tries < 3) throw new Error('not yet'); return 'tried ' + tries; }, { policy, attempts: 5 }));`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    assert.equal(out.trim(), 'tried 3');
   });
 });

@@ -2,17 +2,14 @@
  * The one backoff every retry loop in leasehold uses: a `Backoff` for loops that pace themselves
  * (the claim loop, the listener's reconnect), and `retrying` for a call tried again on an error.
  * Delays come from a RetryPolicy (./retry.ts), so jitter and caps mean the same everywhere.
- * No I/O: the sleep is injected, defaulting to a timer that does not hold the process open.
+ * No I/O: the sleep is injected, defaulting to a plain timer.
  */
 import { type RetryPolicy, retryDelay } from './retry.js';
 
 export type Sleep = (ms: number) => Promise<void>;
 
-export const sleepUnref: Sleep = (ms) =>
-  new Promise((resolve) => {
-    const t = setTimeout(resolve, ms) as { unref?: () => void };
-    t.unref?.();
-  });
+// a caller awaits the retry: its timer must hold the process open (unref'd, a CLI migrating at start exited mid-retry)
+const sleep: Sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The delay after each consecutive failure; `reset()` once something works again. */
 export class Backoff {
@@ -54,7 +51,7 @@ export interface RetryingOptions {
 /** Run `fn` until it resolves, waiting between tries; the last error is thrown as it is. */
 export async function retrying<T>(fn: (attempt: number) => Promise<T>, opts: RetryingOptions): Promise<T> {
   const backoff = new Backoff(opts.policy, opts.random);
-  const sleep = opts.sleep ?? sleepUnref;
+  const pause = opts.sleep ?? sleep;
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn(attempt);
@@ -62,7 +59,7 @@ export async function retrying<T>(fn: (attempt: number) => Promise<T>, opts: Ret
       if (attempt >= opts.attempts || (opts.retryIf && !opts.retryIf(e, attempt))) throw e;
       const ms = backoff.next();
       opts.onRetry?.(e, attempt, ms);
-      await sleep(ms);
+      await pause(ms);
     }
   }
 }
