@@ -3,12 +3,14 @@
  * and dropped here), two schemas migrated by leasehold itself: `empty` and `seeded`, the latter
  * holding `finished` succeeded jobs, each with its attempt row, written set-based.
  *   node --import tsx src/tools/history-scale-pg.ts [seed|drain|prune|all] [finished] [rounds] [--keep]
- * drain: `due` no-op jobs drained by one Worker (c=10, this process), alternating the empty and
- *   the seeded schema round by round; each round's due rows are inserted, then both tables are
- *   vacuumed and analyzed and a checkpoint taken, as the harness's spike does.
- * prune: one process claims and finishes (up to `CLAIM_LIMIT` jobs) every `TICK_MS`, timing each
- *   claim and finish; windows without a prune alternate with windows during `leasehold prune`
- *   (another process, the CLI) of the oldest `pruneRows` succeeded jobs.
+ * drain: DUE (100,000) no-op jobs drained by one Worker (c=10, this process), alternating the
+ *   empty and the seeded schema round by round; before each, what earlier drains left is
+ *   deleted, the due rows inserted, the tables vacuumed and analyzed and a checkpoint taken.
+ * prune: this process claims and finishes (up to CLAIM_LIMIT, 10, jobs) every TICK_MS (5), timing
+ *   each claim and finish; QUIET_MS (20 s) windows without a prune alternate with windows during
+ *   a prune of the oldest PRUNE_ROWS (1,000,000) succeeded jobs: Retention as `leasehold prune`
+ *   runs it, in a process forked and connected beforehand (PRUNE_BATCH: its batch size).
+ * The copy under test: BENCH_LEASEHOLD_SRC (src/index.ts or dist/index.js), as for seeded.ts.
  * seed: only the seeding (with --keep, for later runs).
  * --keep leaves the database for the next run (its seeded rows are topped up, not rewritten).
  */
