@@ -11,6 +11,8 @@
  * counted), and on MySQL/MariaDB every statement sent (a multi-statement query counts each).
  * `--neighbour-ms N`: a second window in which this process enqueues, every N ms, jobs of a
  * type the worker does not run, counting what those wake-ups cost the idle worker.
+ * `BENCH_IDLE_DETAIL=1` (MySQL/MariaDB) also prints the idle window's statements per second by
+ * their header.
  */
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -150,7 +152,11 @@ async function parent(): Promise<void> {
     const c2 = (await next('statements', 5_000))!;
     busy = `; while another process enqueued ${(n / idleS).toFixed(0)} jobs/s of a type it does not run: ${rate('statements', c1, c2)} statements/s`;
   }
-  if (process.env.BENCH_IDLE_DETAIL) console.log(c0.byHeader, c1.byHeader);
+  if (process.env.BENCH_IDLE_DETAIL) {
+    // statements per header over the idle window, per second
+    const before = new Map(c0.byHeader as [string, number][]);
+    console.log((c1.byHeader as [string, number][]).map(([h, n]) => `${h.slice(13)} ${((n - (before.get(h) ?? 0)) / idleS).toFixed(2)}`).filter((l) => !l.endsWith(' 0.00')).join(', '));
+  }
   const lats: number[] = [];
   let lost = 0;
   const enqueueMs: number[] = [];
