@@ -213,6 +213,27 @@ export interface PruneParams {
   statuses: readonly JobStatus[];
   /** at most this many in one call */
   limit: number;
+  /** only jobs after this key: where the pass's previous batch stopped (null or absent: from the oldest) */
+  after?: PruneCursor | null | undefined;
+}
+
+/**
+ * Where a prune batch stopped: the (finished_at, id) of the last job it deleted, never later than
+ * that. The next batch of the pass starts after it, so it does not step again over what was deleted.
+ */
+export interface PruneCursor {
+  /** finished_at of the last deleted job, to the millisecond and never rounded up */
+  finishedAt: Date;
+  /** its id */
+  id: string;
+}
+
+/** What one prune batch did. */
+export interface PruneBatch {
+  /** how many jobs it deleted */
+  deleted: number;
+  /** where the next batch of the pass starts (the `after` it was given when it deleted nothing) */
+  cursor: PruneCursor | null;
 }
 
 /** Attempts that ended in a window, by their job's type and queue. */

@@ -94,8 +94,9 @@
  * - alerts.transition: one guarded write; applies only when the rule's row has `episode` (or,
  *   for episode 0, no row exists): sets state, value, since = now, episode + 1.
  * - jobs.prune deletes jobs (and their attempts and events) whose status is listed and whose
- *   finished_at is older than now - olderThanMs, at most `limit`. The effect ledger is never
- *   pruned with them.
+ *   finished_at is older than now - olderThanMs, at most `limit`, oldest (finished_at, id) first
+ *   and, given `after`, only those after it. jobs.pruneBatch is the same delete and also returns
+ *   the last deleted key as the next batch's `after`. The effect ledger is never pruned with them.
  * - diagnostics.prunable counts what jobs.prune with the same statuses and olderThanMs would
  *   delete, without a limit, and deletes nothing (`leasehold prune --dry-run`, doctor).
  *   diagnostics.inspect reads facts only: the indexes the adapter's migrations create and
@@ -106,7 +107,7 @@
 import type { FireScheduleParams, FireScheduleResult, ScheduledJob, ScheduleRow, ScheduleUpsert } from './schedules.js';
 import type { AttemptOutcomeCount, AttemptRow } from './storage-jobs.js';
 import type { ClaimParams, ClaimedJob, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult } from './storage-leases.js';
-import type { InsertResult, JobQuery, JobRow, NewJob, PruneParams } from './storage-jobs.js';
+import type { InsertResult, JobQuery, JobRow, NewJob, PruneBatch, PruneParams } from './storage-jobs.js';
 import type { EffectParams, EffectRecord, EffectReservation, EffectRow, MigrateResult } from './storage-rows.js';
 import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from './search.js';
 import type { AttemptSeries, AttemptSeriesQuery } from './charts.js';
@@ -166,6 +167,8 @@ export interface JobStore {
   }>;
   /** Delete finished jobs (and their attempts and events) past retention; returns how many. */
   prune(params: PruneParams): Promise<number>;
+  /** As prune, with where the batch stopped, for the next batch of a pass to start after it. */
+  pruneBatch(params: PruneParams): Promise<PruneBatch>;
   /** A job's operator events, oldest first. */
   events(params: { jobId: string; limit?: number | undefined }): Promise<JobEvent[]>;
   /** One batch of a bulk action, in one transaction: what it changed and where the next batch starts. */

@@ -3,15 +3,15 @@
  * policy says: succeeded after 7 days, dead and cancelled after 30, by default. One service
  * for every way leasehold runs: the worker's sweeper, `leasehold tick` and `leasehold prune`.
  *
- * A run deletes in batches of `batchSize` jobs, each its own short write, until a batch comes
- * back short or the run's budget (`maxBatches` per status) is spent; between batches it lets
- * the event loop turn, so the process's claims and heartbeats never wait behind one long
- * delete, and other processes' writes get the database's locks in between. The effect ledger
- * is never pruned.
+ * A run deletes in batches of `batchSize` jobs, each its own short write starting after the last
+ * job the previous one deleted, until a batch comes back short or the run's budget (`maxBatches`
+ * per status) is spent; between batches it lets the event loop turn, so the process's claims and
+ * heartbeats never wait behind one long delete, and other processes' writes get the database's
+ * locks in between. The effect ledger is never pruned.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ValidationError } from '../core/index.js';
-import type { Storage } from '../core/storage.js';
+import type { PruneCursor, Storage } from '../core/storage.js';
 import type { Logger } from './env.js';
 
 /** How long finished jobs are kept before the sweeper deletes them (the Worker's `retention` option). */
@@ -90,14 +90,17 @@ export class Retention {
     const pruned: Record<PrunedStatus, number> = { succeeded: 0, dead: 0, cancelled: 0 };
     let complete = true;
     for (const rule of this.rules) {
+      // each batch starts where the last one stopped; the next run starts from the oldest again, for jobs held back until then
+      let after: PruneCursor | null = null;
       for (let batch = 0; ; batch++) {
         if (batch >= this.#maxBatches) {
           complete = false;
           break;
         }
-        const n = await this.storage.jobs.prune({ statuses: [rule.status], olderThanMs: rule.olderThanMs, limit: this.#batchSize });
-        pruned[rule.status] += n;
-        if (n < this.#batchSize) break;
+        const done = await this.storage.jobs.pruneBatch({ statuses: [rule.status], olderThanMs: rule.olderThanMs, limit: this.#batchSize, after });
+        pruned[rule.status] += done.deleted;
+        after = done.cursor;
+        if (done.deleted < this.#batchSize) break;
         // a turn of the event loop (timers included) between two deletes
         await sleep(0);
       }

@@ -1,6 +1,7 @@
-/** diagnostics.prunable (what `leasehold prune --dry-run` reports) and diagnostics.inspect. */
+/** diagnostics.prunable (what `leasehold prune --dry-run` reports), jobs.pruneBatch's cursor, and diagnostics.inspect. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { Storage } from '../../src/core/storage.js';
 import type { ConformanceHarness } from './index.js';
 import { finish, insertAndClaim, newJob, sleep, uniq, useDb } from './helpers.js';
 
@@ -45,6 +46,68 @@ export function pruneTests(h: ConformanceHarness): void {
       assert.equal(await s.jobs.prune({ statuses: ['succeeded', 'dead', 'cancelled'], olderThanMs: await split(), limit: 100 }), 1 + 3);
       assert.equal(await ask(['succeeded', 'dead', 'cancelled']), 0);
       assert.ok(await s.jobs.get({ id: recent.id }));
+    });
+  });
+
+  describe('jobs.pruneBatch: a pass of batches, each after the last', () => {
+    const db = useDb(h);
+
+    /** a finished job of that status, its finish a few ms after the previous one's */
+    const finished = async (s: Storage, status: 'succeeded' | 'dead' | 'cancelled' = 'succeeded') => {
+      const c = await insertAndClaim(s);
+      await finish(s, c, { status, attempt: { outcome: status } });
+      await sleep(3);
+      return c.id;
+    };
+    const exists = async (s: Storage, id: string) => (await s.jobs.get({ id })) !== null;
+
+    it('starts after its cursor: a job finished before it is left, those after it are deleted', async () => {
+      const s = db.storage;
+      const [a, b, c, d] = [await finished(s), await finished(s, 'dead'), await finished(s), await finished(s)];
+      await sleep(5);
+      const first = await s.jobs.pruneBatch({ statuses: ['dead'], olderThanMs: 0, limit: 100 });
+      assert.equal(first.deleted, 1);
+      assert.equal(first.cursor?.id, b, 'the cursor names the last job deleted');
+      const out = await s.jobs.pruneBatch({ statuses: ['succeeded'], olderThanMs: 0, limit: 100, after: first.cursor });
+      assert.equal(out.deleted, 2);
+      assert.deepEqual([await exists(s, a!), await exists(s, c!), await exists(s, d!)], [true, false, false]);
+      assert.equal(out.cursor?.id, d);
+      const none = await s.jobs.pruneBatch({ statuses: ['succeeded'], olderThanMs: 0, limit: 100, after: out.cursor });
+      assert.deepEqual(none, { deleted: 0, cursor: out.cursor }, 'nothing after it: the same cursor back');
+      assert.equal((await s.jobs.pruneBatch({ statuses: ['succeeded'], olderThanMs: 0, limit: 100 })).deleted, 1, 'without a cursor, from the oldest');
+    });
+
+    it('a pass of small batches deletes each prunable job once, jobs finished during the pass included, exactly what one big prune would', async () => {
+      const s = db.storage;
+      const ids: string[] = [];
+      for (const status of ['succeeded', 'dead', 'succeeded', 'succeeded', 'cancelled', 'succeeded', 'succeeded'] as const) ids.push(await finished(s, status));
+      const failed = await insertAndClaim(s);
+      await finish(s, failed, { status: 'failed', runAfterMs: 60_000, attempt: { outcome: 'failed' } });
+      await sleep(5);
+      const expected = await s.diagnostics.prunable({ statuses: ['succeeded'], olderThanMs: 0 });
+      assert.equal(expected, 5);
+      let after = null;
+      let total = 0;
+      const seen = new Set<string>();
+      for (let batch = 0; batch < 20; batch++) {
+        const out = await s.jobs.pruneBatch({ statuses: ['succeeded'], olderThanMs: 0, limit: 2, after });
+        total += out.deleted;
+        if (out.deleted > 0) {
+          assert.ok(!seen.has(out.cursor!.id), 'no job is deleted twice');
+          seen.add(out.cursor!.id);
+        }
+        after = out.cursor;
+        if (batch === 0) {
+          // finished after the cursor, while the pass runs: this pass takes it
+          ids.push(await finished(s));
+          await sleep(5);
+        }
+        if (out.deleted < 2) break;
+      }
+      assert.equal(total, expected + 1, 'every prunable job once, the one finished during the pass too');
+      assert.equal(await s.diagnostics.prunable({ statuses: ['succeeded'], olderThanMs: 0 }), 0);
+      assert.equal(await s.diagnostics.prunable({ statuses: ['dead', 'cancelled'], olderThanMs: 0 }), 2, 'other statuses stay');
+      assert.ok(await exists(s, failed.id));
     });
   });
 

@@ -92,25 +92,33 @@ for (const kind of ['memory', 'sqlite'] as const) {
       assert.equal(await exists(s, dead), false);
     });
 
-    it('deletes in batches of batchSize, at most maxBatches per status per run, with a turn of the event loop between batches', async () => {
+    it('deletes in batches of batchSize, each after the last one\'s cursor, at most maxBatches per status per run, with a turn of the event loop between batches; a run starts from the oldest', async () => {
       db = open(kind);
       await db.storage.migrate();
       for (let i = 0; i < 5; i++) await jobIn(db.storage, `t${i}`, 'succeeded');
       db.advance(8 * DAY);
       const limits: number[] = [];
+      const afters: (string | null)[] = [];
+      const cursors: (string | null)[] = [];
       let turned = true;
-      const s = overriding(db.storage, 'jobs', 'prune', (prune) => async (p) => {
+      const s = overriding(db.storage, 'jobs', 'pruneBatch', (prune) => async (p) => {
         assert.ok(turned, 'a timer set during the previous batch ran before this one');
         turned = false;
         setTimeout(() => (turned = true), 0);
         limits.push(p.limit);
-        return prune(p);
+        afters.push(p.after?.id ?? null);
+        const out = await prune(p);
+        cursors.push(out.cursor?.id ?? null);
+        return out;
       });
       const r = new Retention(s, { batchSize: 2, maxBatches: 2, deadMs: false });
       assert.deepEqual(await r.prune(), { pruned: { succeeded: 4, dead: 0, cancelled: 0 }, total: 4, complete: false });
       assert.deepEqual(limits, [2, 2]);
+      assert.deepEqual(afters, [null, cursors[0]], 'the second batch starts where the first stopped');
+      assert.ok(cursors[0] !== null);
       await waitFor(() => turned, 1_000, 'the last batch\'s timer');
       assert.deepEqual(await r.prune(), { pruned: { succeeded: 1, dead: 0, cancelled: 0 }, total: 1, complete: true });
+      assert.equal(afters[2], null, 'another run starts from the oldest');
     });
 
     it('a worker\'s sweeper prunes with the worker\'s retention option', async () => {

@@ -212,8 +212,8 @@ describe('postgres plans of the hot statements', { skip: url === null }, () => {
     const { s, q, plans, reset } = await explaining('-c jit_above_cost=0 -c auto_explain.log_analyze=on');
     const c = await client();
     await c.query(`INSERT INTO ${q}.jobs (queue, type, payload, status, priority, run_at, max_attempts, timeout_ms, max_runtime_ms, finished_at)
-      SELECT 'default', 'bulk', '{}'::json, 'succeeded', 0, now() - interval '9 days', 3, 60000, 600000, now() - interval '8 days'
-      FROM generate_series(1, 20000)`);
+      SELECT 'default', 'bulk', '{}'::json, 'succeeded', 0, now() - interval '9 days', 3, 60000, 600000, now() - interval '8 days' + g * interval '1 ms'
+      FROM generate_series(1, 20000) g`);
     await c.query(`INSERT INTO ${q}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, wait_ms, outcome)
       SELECT id, 1, 'w', 't' || id, finished_at, finished_at, 0, 0, 'succeeded' FROM ${q}.jobs`);
     await c.query(`ANALYZE ${q}.jobs`);
@@ -224,5 +224,25 @@ describe('postgres plans of the hot statements', { skip: url === null }, () => {
     assert.match(prune, /Index Scan (using|on) job_attempts_pkey/, prune);
     assert.doesNotMatch(prune, /JIT:/, prune);
     assert.equal(Number((await c.query(`SELECT count(*) AS n FROM ${q}.job_attempts`)).rows[0].n), 19_000);
+  });
+
+  it('a prune batch after a cursor starts its scan of jobs_finished_at_idx at the cursor, not at the oldest entry', async () => {
+    const { s, q, plans, reset } = await explaining('-c auto_explain.log_analyze=on');
+    const c = await client();
+    await c.query(`INSERT INTO ${q}.jobs (queue, type, payload, status, priority, run_at, max_attempts, timeout_ms, max_runtime_ms, finished_at)
+      SELECT 'default', 'bulk', '{}'::json, 'succeeded', 0, now() - interval '9 days', 3, 60000, 600000, now() - interval '8 days' + g * interval '1 ms'
+      FROM generate_series(1, 20000) g`);
+    await c.query(`ANALYZE ${q}.jobs`);
+    const first = await s.jobs.pruneBatch({ statuses: ['succeeded'], olderThanMs: 86_400_000, limit: 1000 });
+    assert.equal(first.deleted, 1000);
+    reset();
+    const next = await s.jobs.pruneBatch({ statuses: ['succeeded'], olderThanMs: 86_400_000, limit: 1000, after: first.cursor });
+    assert.equal(next.deleted, 1000);
+    const prune = one(plans(/leasehold pruneJobs: delete/), 'prune');
+    const lines = prune.split('\n');
+    const scan = lines.findIndex((l) => /Index Scan using jobs_finished_at_idx on jobs/.test(l));
+    assert.ok(scan >= 0, prune);
+    // the cursor's bound is in the index condition: the scan begins there, past the entries the first batch deleted
+    assert.match(lines[scan + 1] ?? '', /Index Cond: .*finished_at >= /, prune);
   });
 });

@@ -8,7 +8,7 @@ import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../.
 import { matchCount, searchPage } from '../search-pages.js';
 import { MemoryMatchReader } from './search.js';
 import { checkOperator } from '../../core/operator.js';
-import type { BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneParams } from '../../core/storage.js';
+import type { BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneBatch, PruneParams } from '../../core/storage.js';
 import { MemoryBulk } from './bulk.js';
 import { jobOut, toJson, type MemoryDb, type StoredJob } from './db.js';
 import { MemoryEvents } from './events.js';
@@ -118,16 +118,24 @@ export class MemoryJobs implements JobStore {
     return { job: jobOut(j), applied };
   }
 
-  /** Oldest finished first, at most `limit`; attempts and events go with their job, effects stay. */
   async prune(p: PruneParams): Promise<number> {
+    return (await this.pruneBatch(p)).deleted;
+  }
+
+  /** Oldest finished first, after the cursor, at most `limit`; attempts and events go with their job, effects stay. */
+  async pruneBatch(p: PruneParams): Promise<PruneBatch> {
     const cutoff = this.db.now().getTime() - p.olderThanMs;
+    const after = p.after ? { at: p.after.finishedAt.getTime(), seq: Number(p.after.id) } : null;
+    const key = (j: StoredJob) => ({ at: (j.finishedAt as Date).getTime(), seq: j.seq });
+    const past = (j: StoredJob) => !after || key(j).at > after.at || (key(j).at === after.at && j.seq > after.seq);
     const victims = [...this.db.jobs.values()]
-      .filter((j) => p.statuses.includes(j.status) && j.finishedAt !== null && j.finishedAt.getTime() < cutoff && !heldByChild(this.db, j))
-      .sort((a, b) => (a.finishedAt as Date).getTime() - (b.finishedAt as Date).getTime() || a.seq - b.seq)
+      .filter((j) => p.statuses.includes(j.status) && j.finishedAt !== null && j.finishedAt.getTime() < cutoff && past(j) && !heldByChild(this.db, j))
+      .sort((a, b) => key(a).at - key(b).at || a.seq - b.seq)
       .slice(0, Math.max(0, p.limit));
     const pruned = victims.filter((j) => deleteStored(this.db, j));
     forgetBatches(this.db, batchesOf(pruned));
-    return pruned.length;
+    const last = victims[victims.length - 1];
+    return { deleted: pruned.length, cursor: last ? { finishedAt: new Date(key(last).at), id: last.id } : (p.after ?? null) };
   }
 
   events(p: { jobId: string; limit?: number | undefined }): Promise<JobEvent[]> {

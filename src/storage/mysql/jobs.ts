@@ -6,7 +6,7 @@
 import { checkOperator } from '../../core/operator.js';
 import type { JobStatus } from '../../core/status.js';
 import type {
-  BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobEventKind, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneParams,
+  BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobEventKind, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneBatch, PruneParams,
 } from '../../core/storage.js';
 import { MysqlBulk } from './bulk.js';
 import { type Db, type Queryable, exec, isDuplicate, run } from './db.js';
@@ -14,7 +14,7 @@ import { MysqlEvents, eventStatement, eventsSql } from './events.js';
 import { insertJobsOn, insertSql, isSingleStatement, prepareInsert } from './insert.js';
 import { madeDue, wakeupsOf } from './wakeups.js';
 import { makesDue } from './finish.js';
-import { JOB_COLS, NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow, waitMs } from './sql.js';
+import { JOB_COLS, NOW, type Row, type Tables, idParam, micros, parseUtc, sharedSql, toJobRow, utcLiteral, waitMs } from './sql.js';
 import { insertUniqueOn, insertWithUniqueKeys, uniqueKeySql } from './unique-keys.js';
 import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../../core/search.js';
 import { matchCount, searchPage } from '../search-pages.js';
@@ -41,9 +41,10 @@ export function jobsSql(t: Tables) {
       UPDATE ${t.jobs} SET status = 'cancelled', finished_at = ${NOW}, locked_by = NULL, lease_token = NULL,
         locked_until = NULL, last_error_code = 'CANCELLED', last_error = ?, updated_at = ${NOW}
       WHERE id = ? AND status IN ('queued', 'failed', 'running', 'waiting')`,
-    pruneCandidates: `-- leasehold pruneCandidates: lock finished jobs past retention, at most N, with the batch each may leave empty
-      SELECT id, batch_id, idempotency_key FROM ${t.jobs} FORCE INDEX (${t.jobs}_prune)
-      WHERE status IN (?) AND finished_at < ${NOW} - INTERVAL ? MICROSECOND AND ${notHeld(t, t.jobs)} ORDER BY finished_at, id LIMIT ? FOR UPDATE`,
+    pruneCandidates: `-- leasehold pruneCandidates: lock finished jobs past retention after the cursor, at most N, with the batch each may leave empty
+      SELECT id, DATE_FORMAT(finished_at, '%Y-%m-%d %H:%i:%s.%f') AS cursor_at, batch_id, idempotency_key FROM ${t.jobs} FORCE INDEX (${t.jobs}_prune)
+      WHERE status IN (?) AND finished_at < ${NOW} - INTERVAL ? MICROSECOND AND finished_at >= ? AND (finished_at > ? OR id > ?)
+        AND ${notHeld(t, t.jobs)} ORDER BY finished_at, id LIMIT ? FOR UPDATE`,
     pruneAttempts: `-- leasehold pruneAttempts: delete the attempt history of pruned jobs
       DELETE FROM ${t.attempts} WHERE job_id IN (?)`,
     pruneEvents: `-- leasehold pruneEvents: delete the events of pruned jobs
@@ -188,17 +189,27 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
     if (stmt) await exec(c, stmt.sql, stmt.values);
   }
 
+  async prune(p: PruneParams): Promise<number> {
+    return (await this.pruneBatch(p)).deleted;
+  }
+
   /**
    * READ COMMITTED: the locking scan of jobs_prune (finished_at) then locks only the rows it
    * picks. Under REPEATABLE READ it would also lock the gap before the oldest finished_at, where
    * every new job's entry (finished_at NULL) goes: enqueues would wait for the prune to commit.
    */
-  async prune(p: PruneParams): Promise<number> {
-    if (p.statuses.length === 0 || p.limit <= 0) return 0;
+  async pruneBatch(p: PruneParams): Promise<PruneBatch> {
+    const none = { deleted: 0, cursor: p.after ?? null };
+    if (p.statuses.length === 0 || p.limit <= 0) return none;
+    // no cursor: from before every finished_at and id
+    const at = p.after ? utcLiteral(p.after.finishedAt) : '1000-01-01 00:00:00.000';
+    const afterId = (p.after && idParam(p.after.id)) ?? 0n;
     let batches: string[] = [];
+    let last: Row | undefined;
     const n = await this.db.tx('pruneJobs', async (c) => {
-      const rows = await run(c, this.sql.pruneCandidates, [p.statuses, micros(p.olderThanMs), p.limit]);
+      const rows = await run(c, this.sql.pruneCandidates, [p.statuses, micros(p.olderThanMs), at, at, afterId, p.limit]);
       batches = batchesOf(rows.map((r) => ({ batchId: r.batch_id == null ? null : String(r.batch_id), idempotencyKey: r.idempotency_key == null ? null : String(r.idempotency_key) })));
+      last = rows[rows.length - 1];
       if (rows.length === 0) return 0;
       const ids = rows.map((r) => BigInt(String(r.id)));
       await exec(c, this.sql.pruneAttempts, [ids]);
@@ -208,7 +219,8 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
     }, true);
     // after the commit: of two prunes taking members of one batch, the later sees both gone
     if (batches.length > 0) await this.db.one('pruneJobs', (c) => exec(c, this.sql.forgetBatches, [batches.map((b) => BigInt(b))]));
-    return n;
+    // the cursor's finished_at cut to the millisecond, never rounded up
+    return last ? { deleted: n, cursor: { finishedAt: parseUtc(last.cursor_at), id: String(last.id) } } : none;
   }
 
   events(p: { jobId: string; limit?: number | undefined }): Promise<JobEvent[]> {

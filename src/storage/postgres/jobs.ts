@@ -8,7 +8,7 @@ import { ValidationError } from '../../core/errors.js';
 import { checkOperator } from '../../core/operator.js';
 import type { JobStatus } from '../../core/status.js';
 import type {
-  BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobEventKind, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneParams,
+  BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobEventKind, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneBatch, PruneParams,
 } from '../../core/storage.js';
 import { PostgresBulk } from './bulk.js';
 import { type Db, type Queryable, query } from './db.js';
@@ -80,17 +80,19 @@ SELECT true AS applied, upd.* FROM upd
 UNION ALL
 SELECT false, ${jobColumns('j')}, j.dependents, j.batch_id FROM ${s}.jobs j WHERE j.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM upd)`,
 
-    /** $1 statuses, $2 older than ms, $3 limit; attempts and events go with their jobs */
-    prune: `-- leasehold pruneJobs: delete up to $3 finished jobs of the listed statuses finished more than $2 ms ago, and their attempts and events
+    /** $1 statuses, $2 older than ms, $3 limit, $4 $5 the cursor's finished_at and id; attempts and events go with their jobs */
+    prune: `-- leasehold pruneJobs: delete up to $3 finished jobs of the listed statuses finished more than $2 ms ago and after ($4, $5), and their attempts and events
 WITH victims AS (
   SELECT id FROM ${s}.jobs v
-  WHERE finished_at < ${NOW} - ${ms('$2::float8')} AND status = ANY($1::text[]) AND ${notHeld(s, 'v')}
-  ORDER BY finished_at
+  -- the index scan starts at the cursor, past the entries earlier batches deleted
+  WHERE finished_at < ${NOW} - ${ms('$2::float8')} AND finished_at >= $4::timestamptz AND (finished_at > $4::timestamptz OR id > $5::bigint)
+    AND status = ANY($1::text[]) AND ${notHeld(s, 'v')}
+  ORDER BY finished_at, id
   LIMIT $3::int
   FOR UPDATE SKIP LOCKED
 ), gone AS (
   -- each delete takes its ids as an array, not as a join, so no plan hashes a whole table
-  DELETE FROM ${s}.jobs j WHERE j.id = ANY (ARRAY(SELECT id FROM victims)) RETURNING j.id, j.batch_id, j.idempotency_key
+  DELETE FROM ${s}.jobs j WHERE j.id = ANY (ARRAY(SELECT id FROM victims)) RETURNING j.id, j.finished_at, j.batch_id, j.idempotency_key
 ), history AS (
   DELETE FROM ${s}.job_attempts a WHERE a.job_id = ANY (ARRAY(SELECT id FROM gone))
 ), events AS (
@@ -99,8 +101,10 @@ WITH victims AS (
   -- only its edges as a child: a pruned parent's stay with its children, which still name it
   DELETE FROM ${s}.job_dependencies d WHERE d.child_id = ANY (ARRAY(SELECT id FROM gone))
 )
--- with the batches the pruned jobs belonged to or called back, which they may have left empty
+-- with the last deleted key (to the ms, rounded down) and the batches the pruned jobs belonged to or called back, which they may have left empty
 SELECT (SELECT count(*)::int FROM gone) AS n,
+       (SELECT ARRAY[to_char(date_trunc('milliseconds', finished_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), id::text]
+          FROM gone ORDER BY finished_at DESC, id DESC LIMIT 1) AS cursor,
        ARRAY(SELECT batch_id FROM gone WHERE batch_id IS NOT NULL
              UNION SELECT substr(idempotency_key, 17)::bigint FROM gone WHERE idempotency_key ~ '^leasehold:batch:[0-9]+$')::text[] AS batches`,
 
@@ -196,11 +200,19 @@ export class PostgresJobs extends SqlAggregate<Db, ReturnType<typeof jobsSql>> i
   }
 
   async prune(p: PruneParams): Promise<number> {
-    if (p.limit <= 0 || p.statuses.length === 0) return 0;
-    const [row] = await this.db.transaction('pruneJobs', (c) => query(c, 'pruneJobs', this.sql.prune, [[...p.statuses], p.olderThanMs, p.limit]), PRUNE_BEGIN);
+    return (await this.pruneBatch(p)).deleted;
+  }
+
+  async pruneBatch(p: PruneParams): Promise<PruneBatch> {
+    const none = { deleted: 0, cursor: p.after ?? null };
+    if (p.limit <= 0 || p.statuses.length === 0) return none;
+    // no cursor: from before every finished_at and id
+    const after = p.after ? [p.after.finishedAt.toISOString(), validId(p.after.id) ?? '0'] : ['-infinity', '0'];
+    const [row] = await this.db.transaction('pruneJobs', (c) => query(c, 'pruneJobs', this.sql.prune, [[...p.statuses], p.olderThanMs, p.limit, ...after]), PRUNE_BEGIN);
     const batches = (row?.batches ?? []) as string[];
     if (batches.length > 0) await this.db.run('pruneJobs', this.sql.forgetBatches, [batches]);
-    return Number(row?.n ?? 0);
+    const last = row?.cursor as [string, string] | null | undefined;
+    return last ? { deleted: Number(row?.n ?? 0), cursor: { finishedAt: new Date(last[0]), id: last[1] } } : none;
   }
 
   events(p: { jobId: string; limit?: number | undefined }): Promise<JobEvent[]> {

@@ -3,7 +3,7 @@
  * (operator.ts), prune, history (events.ts) and bulk actions (bulk.ts).
  */
 import { checkOperator } from '../../core/operator.js';
-import type { BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneParams, SyncJobInsert } from '../../core/storage.js';
+import type { BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneBatch, PruneParams, SyncJobInsert } from '../../core/storage.js';
 import { SqliteBulk } from './bulk.js';
 import type { SqliteDb } from './db.js';
 import type { JobSearch, JobSearchPage, MatchCount, MatchCountQuery } from '../../core/search.js';
@@ -20,9 +20,10 @@ import { batchesOf } from '../../core/batches.js';
 const JOB_SQL = {
   get: `-- leasehold jobs.get: one job by id
     SELECT * FROM {p}jobs WHERE id = ?`,
-  pruneIds: `-- leasehold jobs.pruneIds: ids of finished jobs past retention, oldest first, at most @limit, with the batch each may leave empty
-    SELECT id, batch_id, idempotency_key FROM {p}jobs
-    WHERE finished_at < @cutoff AND status IN (SELECT value FROM json_each(@statuses)) AND ${notHeld('{p}jobs')}
+  pruneIds: `-- leasehold jobs.pruneIds: ids of finished jobs past retention after the cursor, oldest first, at most @limit, with the batch each may leave empty
+    SELECT id, finished_at, batch_id, idempotency_key FROM {p}jobs
+    WHERE finished_at < @cutoff AND finished_at >= @afterAt AND (finished_at > @afterAt OR id > @afterId)
+      AND status IN (SELECT value FROM json_each(@statuses)) AND ${notHeld('{p}jobs')}
     ORDER BY finished_at, id LIMIT @limit`,
 } as const;
 
@@ -110,15 +111,23 @@ export class SqliteJobs implements JobStore, SyncJobInsert {
   }
 
   async prune(p: PruneParams): Promise<number> {
-    if (p.statuses.length === 0 || p.limit <= 0) return 0;
+    return (await this.pruneBatch(p)).deleted;
+  }
+
+  async pruneBatch(p: PruneParams): Promise<PruneBatch> {
+    const none = { deleted: 0, cursor: p.after ?? null };
+    if (p.statuses.length === 0 || p.limit <= 0) return none;
     const db = this.db;
     const cutoff = db.now() - p.olderThanMs;
+    // no cursor: from before every finished_at and id
+    const after = p.after ? { afterAt: p.after.finishedAt.getTime(), afterId: toSqlId(p.after.id) ?? 0 } : { afterAt: -Number.MAX_SAFE_INTEGER, afterId: 0 };
     return db.write(() => {
-      const rows = db.stmt(JOB_SQL.pruneIds).all({ cutoff, statuses: JSON.stringify(p.statuses), limit: p.limit }) as { id: number; batch_id: number | null; idempotency_key: string | null }[];
+      const rows = db.stmt(JOB_SQL.pruneIds).all({ cutoff, statuses: JSON.stringify(p.statuses), limit: p.limit, ...after }) as { id: number; finished_at: number; batch_id: number | null; idempotency_key: string | null }[];
       const n = deleteJobs(db, rows.map((r) => r.id));
       const batches = batchesOf(rows.map((r) => ({ batchId: r.batch_id === null ? null : String(r.batch_id), idempotencyKey: r.idempotency_key })));
       if (batches.length > 0) db.stmt(FORGET_BATCHES).run({ ids: JSON.stringify(batches.map(Number)) });
-      return n;
+      const last = rows[rows.length - 1];
+      return last ? { deleted: n, cursor: { finishedAt: new Date(last.finished_at), id: String(last.id) } } : none;
     });
   }
 
