@@ -1,6 +1,7 @@
 /** diagnostics.prunable (what `leasehold prune --dry-run` reports), jobs.pruneBatch's cursor, and diagnostics.inspect. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ValidationError } from '../../src/core/errors.js';
 import type { Storage } from '../../src/core/storage.js';
 import type { ConformanceHarness } from './index.js';
 import { finish, insertAndClaim, newJob, sleep, uniq, useDb } from './helpers.js';
@@ -75,6 +76,17 @@ export function pruneTests(h: ConformanceHarness): void {
       const none = await s.jobs.pruneBatch({ statuses: ['succeeded'], olderThanMs: 0, limit: 100, after: out.cursor });
       assert.deepEqual(none, { deleted: 0, cursor: out.cursor }, 'nothing after it: the same cursor back');
       assert.equal((await s.jobs.pruneBatch({ statuses: ['succeeded'], olderThanMs: 0, limit: 100 })).deleted, 1, 'without a cursor, from the oldest');
+    });
+
+    it('refuses a cursor no prune batch returned before deleting anything, the same on every database', async () => {
+      const s = db.storage;
+      const id = await finished(s);
+      await sleep(5);
+      for (const after of [{ finishedAt: new Date(NaN), id }, { finishedAt: new Date(), id: 'x1' }, { finishedAt: '2026-01-01', id } as unknown as { finishedAt: Date; id: string }]) {
+        await assert.rejects(s.jobs.pruneBatch({ statuses: ['succeeded'], olderThanMs: 0, limit: 10, after }), (e: Error) => e instanceof ValidationError && /after must be a cursor/.test(e.message), JSON.stringify(after));
+      }
+      assert.ok(await exists(s, id));
+      assert.equal(await s.jobs.prune({ statuses: ['succeeded'], olderThanMs: 0, limit: 10 }), 1);
     });
 
     it('a pass of small batches deletes each prunable job once, jobs finished during the pass included, exactly what one big prune would', async () => {

@@ -15,6 +15,7 @@ import { MemoryEvents } from './events.js';
 import { cancelStored, deleteStored, retryStored, uniqueHolder } from './operator.js';
 import { forgetBatches, heldByChild } from './workflows.js';
 import { batchesOf } from '../../core/batches.js';
+import { checkPruneCursor } from '../../core/prune-cursor.js';
 
 
 export class MemoryJobs implements JobStore {
@@ -124,6 +125,7 @@ export class MemoryJobs implements JobStore {
 
   /** Oldest finished first, after the cursor, at most `limit`; attempts and events go with their job, effects stay. */
   async pruneBatch(p: PruneParams): Promise<PruneBatch> {
+    checkPruneCursor(p.after);
     const cutoff = this.db.now().getTime() - p.olderThanMs;
     const after = p.after ? { at: p.after.finishedAt.getTime(), seq: Number(p.after.id) } : null;
     const key = (j: StoredJob) => ({ at: (j.finishedAt as Date).getTime(), seq: j.seq });

@@ -4,6 +4,7 @@
  * is given; bulk actions (bulk.ts).
  */
 import { checkOperator } from '../../core/operator.js';
+import { checkPruneCursor } from '../../core/prune-cursor.js';
 import type { JobStatus } from '../../core/status.js';
 import type {
   BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobEventKind, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneBatch, PruneParams,
@@ -199,6 +200,7 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
    * every new job's entry (finished_at NULL) goes: enqueues would wait for the prune to commit.
    */
   async pruneBatch(p: PruneParams): Promise<PruneBatch> {
+    checkPruneCursor(p.after);
     const none = { deleted: 0, cursor: p.after ?? null };
     if (p.statuses.length === 0 || p.limit <= 0) return none;
     // no cursor: from before every finished_at and id

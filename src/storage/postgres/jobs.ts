@@ -6,6 +6,7 @@
  */
 import { ValidationError } from '../../core/errors.js';
 import { checkOperator } from '../../core/operator.js';
+import { checkPruneCursor } from '../../core/prune-cursor.js';
 import type { JobStatus } from '../../core/status.js';
 import type {
   BulkBatch, BulkBatchResult, BulkRange, InsertResult, JobEvent, JobEventKind, JobQuery, JobRow, JobStore, NewJob, OperatorChange, PruneBatch, PruneParams,
@@ -204,6 +205,7 @@ export class PostgresJobs extends SqlAggregate<Db, ReturnType<typeof jobsSql>> i
   }
 
   async pruneBatch(p: PruneParams): Promise<PruneBatch> {
+    checkPruneCursor(p.after);
     const none = { deleted: 0, cursor: p.after ?? null };
     if (p.limit <= 0 || p.statuses.length === 0) return none;
     // no cursor: from before every finished_at and id

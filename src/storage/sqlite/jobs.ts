@@ -16,6 +16,7 @@ import { toJobRow, toSqlId } from './sql.js';
 import type { SqlJob } from './sql.js';
 import { FORGET_BATCHES, notHeld } from './workflows.js';
 import { batchesOf } from '../../core/batches.js';
+import { checkPruneCursor } from '../../core/prune-cursor.js';
 
 const JOB_SQL = {
   get: `-- leasehold jobs.get: one job by id
@@ -115,6 +116,7 @@ export class SqliteJobs implements JobStore, SyncJobInsert {
   }
 
   async pruneBatch(p: PruneParams): Promise<PruneBatch> {
+    checkPruneCursor(p.after);
     const none = { deleted: 0, cursor: p.after ?? null };
     if (p.statuses.length === 0 || p.limit <= 0) return none;
     const db = this.db;
