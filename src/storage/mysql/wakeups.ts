@@ -73,6 +73,8 @@ export class MysqlWakeups {
   /** per parked connection: when the last KILL went out, and the next one if it is waiting */
   private readonly killing = new Map<number, { sentAt: number; next: Promise<void> | null }>();
   private readonly sending = new Set<Promise<void>>();
+  /** the KILL sent last: the next waits for it */
+  private killTurn: Promise<void> = Promise.resolve();
   private stopped = false;
   /** stop() has begun: no new waits for callers' transactions */
   private closing = false;
@@ -241,7 +243,7 @@ export class MysqlWakeups {
       // a commit from here on needs another KILL
       state.next = null;
       state.sentAt = performance.now();
-      await run(this.db.pool, SQL.kill, [id]).catch((e: unknown) => {
+      await this.oneAtATime(() => run(this.db.pool, SQL.kill, [id])).catch((e: unknown) => {
         // gone, or not ours: a later list adds it again if it is parked
         this.known.delete(id);
         this.killing.delete(id);
@@ -250,6 +252,13 @@ export class MysqlWakeups {
       });
     });
     return state.next;
+  }
+
+  /** Run KILLs one after another: many at once from one process were seen to stall the server's connects. */
+  private oneAtATime<T>(send: () => Promise<T>): Promise<T> {
+    const turn = this.killTurn.then(send);
+    this.killTurn = turn.then(() => undefined, () => undefined);
+    return turn;
   }
 }
 
