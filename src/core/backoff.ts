@@ -8,7 +8,7 @@ import { type RetryPolicy, retryDelay } from './retry.js';
 
 export type Sleep = (ms: number) => Promise<void>;
 
-// a caller awaits the retry: its timer must hold the process open (unref'd, a CLI migrating at start exited mid-retry)
+// a held timer: a caller awaits the retry, and a process with nothing else to do must not exit before it
 const sleep: Sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The delay after each consecutive failure; `reset()` once something works again. */

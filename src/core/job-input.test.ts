@@ -245,6 +245,14 @@ describe('the supported range of what a user gives (the same on every database)'
     assert.throws(() => buildNewJob('t', {}, { idempotencyKey: 'k\u0000' }, D), /idempotencyKey.*NUL/);
   });
 
+  it("keys under leasehold: are leasehold's own (a batch callback's): refused as an idempotency or unique key", () => {
+    rejects(() => buildNewJob('t', {}, { idempotencyKey: 'leasehold:batch:7' }, D), 'INVALID_OPTION', 'idempotencyKey');
+    for (const mode of ['forever', 'active', 'period'] as const) {
+      rejects(() => buildNewJob('t', {}, { unique: { key: 'leasehold:batch:7', mode, periodMs: 60_000 } }, D, undefined, 0), 'INVALID_OPTION', `unique ${mode}`);
+    }
+    assert.equal(buildNewJob('t', {}, { idempotencyKey: 'leaseholdx:1' }, D).idempotencyKey, 'leaseholdx:1');
+  });
+
   it('validateKeyText and validateEffectKey: the same rules for every text stored as an identity', () => {
     assert.equal(validateKeyText('owner', 'host:1', 255), 'host:1');
     rejects(() => validateKeyText('owner', 'o\u0000', 255), 'INVALID_OPTION', 'owner NUL');

@@ -18,7 +18,7 @@ export interface EnqueueOptions {
   priority?: number;
   /** Attempts before the job is dead (default: the type's, else 5). */
   maxAttempts?: number;
-  /** A second enqueue with the same key returns the first job instead of a new row; 1–255 characters, no NUL. */
+  /** A second enqueue with the same key returns the first job instead of a new row; 1–255 characters, no NUL, not starting with `leasehold:`. */
   idempotencyKey?: string;
   /** Inactivity timeout per attempt: no `ctx.heartbeat()` for this long aborts it (default: the type's, else 5 min). */
   timeoutMs?: number;
@@ -218,7 +218,7 @@ export function buildNewJob(type: string, payload: unknown, opts: EnqueueOptions
   if (opts.delayMs !== undefined) checkDelay('delayMs', opts.delayMs);
   const unique = opts.unique === undefined ? undefined : uniqueOf(opts.unique, nowMs);
   if (unique?.idempotencyKey !== undefined && opts.idempotencyKey !== undefined) invalid("give idempotencyKey or a 'forever'/'period' unique key, not both");
-  const key = opts.idempotencyKey === undefined ? (unique?.idempotencyKey ?? null) : validateKeyText('idempotencyKey', opts.idempotencyKey, 255);
+  const key = opts.idempotencyKey === undefined ? (unique?.idempotencyKey ?? null) : ownKey('idempotencyKey', validateKeyText('idempotencyKey', opts.idempotencyKey, 255));
   const timeoutMs = intOption('timeoutMs', opts.timeoutMs, 1, defaults.timeoutMs);
   return {
     type,
@@ -236,10 +236,16 @@ export function buildNewJob(type: string, payload: unknown, opts: EnqueueOptions
   };
 }
 
+/** Keys under `leasehold:` are leasehold's own (a batch's callback): a user's would take one's place. */
+function ownKey(what: string, key: string): string {
+  if (key.startsWith('leasehold:')) invalid(`${what} must not start with "leasehold:" (reserved for leasehold's own jobs); got ${JSON.stringify(key)}`);
+  return key;
+}
+
 /** A unique option as storage takes it: an idempotency key (forever, period) or a unique key (active, debounce). */
 function uniqueOf(u: UniqueOption, nowMs: number): { idempotencyKey?: string; unique?: NonNullable<NewJob['unique']> } {
   if (typeof u !== 'object' || u === null) invalid('unique must be { key, mode?, periodMs? }');
-  const key = validateKeyText('unique.key', u.key, 200);
+  const key = ownKey('unique.key', validateKeyText('unique.key', u.key, 200));
   const mode = u.mode ?? 'forever';
   if (mode === 'forever') return { idempotencyKey: key };
   if (mode === 'active' || mode === 'debounce') return { unique: { key, mode } };

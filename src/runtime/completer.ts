@@ -58,8 +58,6 @@ export class Completer {
     const results = await retrying(() => this.storage.leases.finish({ items: batch }), {
       policy: FINISH_RETRY,
       attempts: FINISH_TRIES,
-      // a held timer: a process stopping meanwhile waits for its outcomes to land
-      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
       onRetry: (e, attempt, retryInMs) => {
         if (attempt === 1) this.log.warn({ event: 'finish.retrying', jobs: batch.length, err: (e as Error).message, retryInMs }, 'finish write failed; retrying');
       },

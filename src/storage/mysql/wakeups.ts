@@ -254,7 +254,7 @@ export class MysqlWakeups {
     return state.next;
   }
 
-  /** Run KILLs one after another: many at once from one process were seen to stall the server's connects. */
+  /** Run KILLs one after another: MariaDB stops accepting connections while many KILLs from one process wait at once. */
   private oneAtATime<T>(send: () => Promise<T>): Promise<T> {
     const turn = this.killTurn.then(send);
     this.killTurn = turn.then(() => undefined, () => undefined);
