@@ -1,7 +1,6 @@
 /**
  * Every way of making jobs due wakes a parked MySQL/MariaDB subscriber (wakeups.ts), not only a
- * plain enqueue: an insert or a finish in the caller's own transaction (once it commits), a
- * workflow's insert, a batch's callback (closed, or completed by a finish or a cancel), a finish
+ * plain enqueue: a workflow's insert, a batch's callback (closed, or completed by a finish or a cancel), a finish
  * that makes a job due again (a retry due now, children released), an operator's bulk retry, a
  * schedule's run-now and a resumed queue. Each test prepares through the subscribed storage
  * (whose own writes never wake its own parked connection) and makes the job due through another
@@ -11,7 +10,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type mysql from 'mysql2/promise';
 import type { ClaimedJob, Storage } from '../../src/core/storage.js';
 import { serverFor } from '../support/databases.js';
 import { job, throwawayDatabase } from './mysql-support.js';
@@ -84,33 +82,6 @@ describe('mysql wake-ups: every path that makes jobs due wakes a parked subscrib
     return c;
   };
 
-  /** `fn` inside a transaction of a connection of another pool, committed after it. */
-  const inCallersTx = async (fn: (tx: mysql.PoolConnection) => Promise<unknown>): Promise<void> => {
-    const pool = (other as unknown as { db: { pool: mysql.Pool } }).db.pool;
-    const conn = await pool.getConnection();
-    try {
-      await conn.query('START TRANSACTION');
-      await fn(conn);
-      // the row is written but not committed: a wake now would bring nothing
-      await conn.query('COMMIT');
-    } finally {
-      conn.release();
-    }
-  };
-
-  it('an insert in the caller\'s own transaction wakes once it commits', async () => {
-    await setup();
-    const type = uniq('tx-insert');
-    await wokenToClaim(type, () => inCallersTx((tx) => other.jobs.insert({ jobs: [job(type)], tx })));
-  });
-
-  it('a finish in the caller\'s own transaction that makes its job due again wakes once it commits', async () => {
-    await setup();
-    const type = uniq('tx-finish');
-    const c = await running(type);
-    const j = await wokenToClaim(type, () => inCallersTx((tx) => other.leases.finish({ items: [{ id: c.id, leaseToken: c.leaseToken, status: 'failed', runAfterMs: 0, attempt: { outcome: 'failed' } }], tx })));
-    assert.equal(j.id, c.id);
-  });
 
   it('a finish that retries at once wakes', async () => {
     await setup();

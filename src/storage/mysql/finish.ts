@@ -80,13 +80,13 @@ function landingOf(index: number, id: bigint, f: FinishParams): Landing {
   };
 }
 
-/** What a finish did: results in input order, and a landed job's id when it made jobs due now (null: none). */
-export interface Finished { results: FinishResult[]; dueBy: bigint | null }
+/** What a finish did: results in input order, and whether it made jobs due now. */
+export interface Finished { results: FinishResult[]; due: boolean }
 
 /** Fenced finishes on `c` (inside a transaction). */
 export async function finishOn(c: Queryable, sql: FinishSql, items: readonly FinishParams[]): Promise<Finished> {
   const results: FinishResult[] = items.map((f) => ({ id: f.id, applied: false }));
-  const none = { results, dueBy: null };
+  const none = { results, due: false };
   const candidates = items.flatMap((f, i) => {
     const id = idParam(f.id);
     return id !== null && id <= MAX_ID && f.leaseToken.length <= MAX_TOKEN ? [landingOf(i, id, f)] : [];
@@ -118,7 +118,7 @@ export async function finishOn(c: Queryable, sql: FinishSql, items: readonly Fin
   // the rows were locked by the lock read, so the fenced UPDATEs land exactly the items it chose
   if (finished !== landing.length) throw new Error(`mysql finishJobs: ${finished} of ${landing.length} locked jobs finished`);
   for (const l of landing) results[l.index]!.applied = true;
-  return { results, dueBy: landing.some((l) => dueAgain(l.job)) || settled.some((st) => makesDue(sql.workflows, st)) ? landing[0]!.id : null };
+  return { results, due: landing.some((l) => dueAgain(l.job)) || settled.some((st) => makesDue(sql.workflows, st)) };
 }
 
 /** A landed item leaves its job due now: back to queued or failed with no delay (no run-after keeps the run_at it was claimed at). */

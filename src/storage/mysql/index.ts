@@ -87,7 +87,7 @@ export class MysqlStorage extends AggregateStorage<Db, typeof MYSQL_AGGREGATES> 
 
   /**
    * Calls `onWake` soon after jobs become due through another storage or process (an enqueue,
-   * in the caller's transaction once it commits; a workflow; a batch's callback; a finish that
+   * not one in the caller's own transaction; a workflow; a batch's callback; a finish that
    * makes a job due again; an operator's retry; a schedule's run-now; a resumed queue), through
    * one connection of the pool parked in `SLEEP` until such a write interrupts it (wakeups.ts);
    * in a pool of fewer than 3 connections it never wakes and `capabilities.listenNotify` is

@@ -77,15 +77,11 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
   async insert(p: { jobs: readonly NewJob[]; tx?: unknown }): Promise<InsertResult[]> {
     const batch = prepareInsert(p.jobs);
     if (p.tx !== undefined && p.tx !== null) {
-      const results = await this.db.onCaller(p.tx, 'insertJobs', async (c) => {
+      return this.db.onCaller(p.tx, 'insertJobs', async (c) => {
         if (p.jobs.length === 0) return [];
         const f = await this.db.features(c);
         return batch.unique ? insertUniqueOn(c, this.sql, batch, f, false) : insertJobsOn(c, this.sql, batch, f);
       });
-      // the commit is the caller's: parked workers are woken once the row is free (wakeups.ts)
-      const due = madeDue(results);
-      if (due !== null) wakeupsOf(this.db).afterCommitOf(due);
-      return results;
     }
     if (p.jobs.length === 0) return [];
     const f = await this.db.features();
@@ -96,7 +92,7 @@ export class MysqlJobs extends SqlAggregate<Db, JobsSql> implements JobStore {
           await this.db.autocommit('insertJobs', (c) => insertJobsOn(c, this.sql, batch, f))
         : await this.db.tx('insertJobs', (c) => insertJobsOn(c, this.sql, batch, f));
     // committed: parked workers may claim them now
-    if (madeDue(results) !== null) wakeupsOf(this.db).jobsDue();
+    if (madeDue(results)) wakeupsOf(this.db).jobsDue();
     return results;
   }
 

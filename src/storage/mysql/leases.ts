@@ -157,16 +157,13 @@ export class MysqlLeases extends SqlAggregate<Db, LeasesSql> implements LeaseSto
 
   /** READ COMMITTED: every read is a locking read of the batch's own rows, so no gap locks make claimers wait for this commit. */
   async finish(p: { items: readonly FinishParams[]; tx?: unknown }): Promise<FinishResult[]> {
-    const wakeups = wakeupsOf(this.db);
     if (p.tx !== undefined && p.tx !== null) {
-      const out = await this.db.onCaller(p.tx, 'finishJobs', (c) => finishOn(c, this.sql.finish, p.items));
-      // the commit is the caller's: woken once the row this finish locked is free
-      if (out.dueBy !== null) wakeups.afterCommitOf(out.dueBy);
-      return out.results;
+      // the commit is the caller's: the poll finds what it makes due (wakeups.ts)
+      return (await this.db.onCaller(p.tx, 'finishJobs', (c) => finishOn(c, this.sql.finish, p.items))).results;
     }
     if (p.items.length === 0) return [];
     const out = await this.db.tx('finishJobs', (c) => finishOn(c, this.sql.finish, p.items), true);
-    if (out.dueBy !== null) wakeups.jobsDue();
+    if (out.due) wakeupsOf(this.db).jobsDue();
     return out.results;
   }
 

@@ -14,11 +14,8 @@
  * user are listed and killable, so workers under another user are not woken; nor is a
  * connection between two sleeps. Polling stays the backstop.
  *
- * A write in the caller's own transaction wakes once that transaction ends: a pool connection
- * asks for a shared lock on a row the write holds (`LOCK IN SHARE MODE`, outside any
- * transaction), which InnoDB grants only after the commit (or rollback), and then sends the
- * KILLs. It holds no lock while it waits, so it blocks nobody; at most MAX_WATCHES wait at once,
- * later rows queue behind them; a wait past the lock wait timeout gives up (the poll finds it).
+ * A write in the caller's own transaction does not wake: its commit is the caller's, and waiting
+ * for it would hold a connection of the pool for as long as the caller's transaction stays open.
  */
 import { Backoff } from '../../core/backoff.js';
 import type { RetryPolicy } from '../../core/retry.js';
@@ -30,9 +27,6 @@ import { type Db, type Leased, run } from './db.js';
 const PARK_SECONDS = 25;
 /** How often at most an enqueuer reads the process list for connections parked since. */
 const LIST_TTL_MS = 1_000;
-/** Pool connections waiting at once for callers' transactions to end, and rows queued behind them. */
-const MAX_WATCHES = 2;
-const MAX_QUEUED = 100;
 /** A KILL of a connection that is gone ('Unknown thread id'). */
 const ER_NO_SUCH_THREAD = 1094;
 /** MariaDB's answer to a KILL QUERY of the sleep ('Query execution was interrupted'); MySQL's SLEEP returns 1 instead. */
@@ -50,9 +44,6 @@ const SQL = {
     WHERE DB = DATABASE() AND ID <> CONNECTION_ID() AND INSTR(INFO, CONCAT('-- leasehold park: [leasehold', ' wake ', ?, ']')) = 1`,
   kill: `-- leasehold wake: interrupt a parked connection's sleep
     KILL QUERY ?`,
-  // a locking read waits for the transaction holding the row; autocommit: its own lock ends with it
-  awaitCommit: (jobs: string): string => `-- leasehold awaitCommit: wait until the transaction that wrote or locked this job ends
-    SELECT id FROM ${jobs} WHERE id = ? LOCK IN SHARE MODE`,
   connectionId: `-- leasehold connectionId: this connection's id, to tell our own parked connection apart
     SELECT CONNECTION_ID() AS id`,
 };
@@ -76,12 +67,8 @@ export class MysqlWakeups {
   /** the KILL sent last: the next waits for it */
   private killTurn: Promise<void> = Promise.resolve();
   private stopped = false;
-  /** stop() has begun: no new waits for callers' transactions */
+  /** stop() has begun */
   private closing = false;
-  /** rows of callers' open transactions to wait out, the connections waiting, and those being taken from the pool */
-  private readonly watchQueue: bigint[] = [];
-  private readonly watches = new Set<Leased>();
-  private watchStarting = 0;
   /** resolves the first subscribe once the first sleep is sent */
   private onParked: () => void = () => {};
 
@@ -111,41 +98,10 @@ export class MysqlWakeups {
     void p.finally(() => this.sending.delete(p));
   }
 
-  /** After a write in the caller's transaction that made jobs due, holding row `id`: wake once that transaction ends. */
-  afterCommitOf(id: bigint): void {
-    if (this.closing) return;
-    if (this.watches.size + this.watchStarting >= MAX_WATCHES) {
-      // past the queue's bound the poll finds them
-      if (this.watchQueue.length < MAX_QUEUED && !this.watchQueue.includes(id)) this.watchQueue.push(id);
-      return;
-    }
-    void this.watch(id).finally(() => {
-      const next = this.watchQueue.shift();
-      if (next !== undefined) this.afterCommitOf(next);
-    });
-  }
-
-  /** Wait on a connection of its own (stop destroys it) for row `id`'s lock, then wake. */
-  private async watch(id: bigint): Promise<void> {
-    this.watchStarting += 1;
-    const c = await this.db.pool.getConnection().finally(() => (this.watchStarting -= 1)).catch(() => null);
-    if (!c) return;
-    if (this.closing) return c.release();
-    this.watches.add(c);
-    const ended = await run(c, SQL.awaitCommit(this.db.t.jobs), [id]).then(() => true, () => false);
-    if (!this.watches.delete(c)) return; // stopped: destroyed there
-    if (ended) c.release();
-    else c.destroy();
-    if (ended) this.jobsDue();
-  }
-
   /** Unpark, and let the wakes still being sent go out (an enqueue just before close must wake); nothing is sent after. */
   async stop(): Promise<void> {
     this.closing = true;
     this.subscribers.clear();
-    this.watchQueue.length = 0;
-    for (const c of this.watches) c.destroy();
-    this.watches.clear();
     await this.unpark();
     await Promise.all(this.sending);
     this.stopped = true;
@@ -277,8 +233,7 @@ export function wakeIf<T>(db: Db, due: boolean, value: T): T {
   return value;
 }
 
-/** A job an insert made due at once (a new row, or a debounced holder given a new run_at, not in the future): its id, or null. */
-export function madeDue(results: readonly InsertResult[]): bigint | null {
-  const due = results.findLast((r) => r.outcome === 'created' ? r.job.runAt <= r.job.createdAt : r.outcome === 'replaced' && r.job.status === 'queued' && r.job.runAt <= r.job.updatedAt);
-  return due ? BigInt(due.job.id) : null;
+/** Whether an insert made a job due at once (a new row, or a debounced holder given a new run_at, not in the future). */
+export function madeDue(results: readonly InsertResult[]): boolean {
+  return results.some((r) => r.outcome === 'created' ? r.job.runAt <= r.job.createdAt : r.outcome === 'replaced' && r.job.status === 'queued' && r.job.runAt <= r.job.updatedAt);
 }
