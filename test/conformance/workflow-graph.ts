@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { FlowJob, Storage } from '../../src/core/storage.js';
 import type { ConformanceHarness } from './index.js';
-import { newJob, uniq, useDb } from './helpers.js';
-import { diamond, succeed } from './workflows.js';
+import { finishOf, newJob, sleep, uniq, useDb } from './helpers.js';
+import { claimAll, diamond, succeed } from './workflows.js';
 
 /** A chain of `n` jobs of one fresh type, each after the one before. */
 async function chain(s: Storage, n: number): Promise<string[]> {
@@ -70,6 +70,23 @@ export function workflowGraphTests(h: ConformanceHarness): void {
       const alone = (await s.jobs.insert({ jobs: [newJob(uniq('alone'))] }))[0]?.job;
       assert.deepEqual(await s.workflows.graph({ jobId: alone!.id, limit: 10 }), { jobs: [{ id: alone!.id, type: alone!.type, status: 'queued' }], edges: [], capped: false });
       for (const jobId of ['999999999', 'x1', '-1']) assert.deepEqual(await s.workflows.graph({ jobId, limit: 10 }), { jobs: [], edges: [], capped: false }, jobId);
+    });
+
+    it('graph: a parent retention deleted is not followed, not counted against the limit, and no edge leads to it', async () => {
+      const s = db.storage;
+      const c = await chain(s, 3);
+      const type = (await s.jobs.get({ id: c[0]! }))!.type;
+      await succeed(s, type, c[0]!);
+      const [b] = await claimAll(s, type);
+      assert.equal(b?.id, c[1]);
+      assert.ok((await s.leases.finish({ items: [finishOf(b!, { status: 'dead', attempt: { outcome: 'dead' } })] }))[0]?.applied);
+      await sleep(5);
+      await s.jobs.prune({ statuses: ['succeeded'], olderThanMs: 0, limit: 1_000 });
+      assert.equal(await s.jobs.get({ id: c[0]! }), null, 'the parent is pruned: its children ended');
+      for (const limit of [2, 3]) {
+        const g = await s.workflows.graph({ jobId: c[2]!, limit });
+        assert.deepEqual([ids(g), g.edges, g.capped], [[c[1], c[2]], [[c[1], c[2]]], false], `limit ${limit}`);
+      }
     });
 
     it('listBatches: newest first, paged below a cursor; batchMembers: in id order, paged above one', async () => {

@@ -19,11 +19,11 @@ export const BATCH_MEMBERS_KEY = `,
 function readsSql(t: Tables) {
   return {
     // levels: MariaDB stops the recursion there (a warning, not an error); the N nearest jobs are never further than N - 1 levels
-    edges: (levels: number | null): string => `-- leasehold graph: the edges of the workflow reached from a job either way, each read from its parent
+    edges: (levels: number | null): string => `-- leasehold graph: the edges of the workflow reached from a job either way, each read from its parent (a pruned parent's edge not followed)
       ${levels === null ? '' : `SET STATEMENT max_recursive_iterations = ${levels} FOR `}WITH RECURSIVE wf(id) AS (
         SELECT id FROM ${t.jobs} WHERE id = ?
         UNION SELECT d.child_id FROM wf JOIN ${t.dependencies} d ON d.parent_id = wf.id
-        UNION SELECT d.parent_id FROM wf JOIN ${t.dependencies} d ON d.child_id = wf.id
+        UNION SELECT d.parent_id FROM wf JOIN ${t.dependencies} d ON d.child_id = wf.id JOIN ${t.jobs} pj ON pj.id = d.parent_id
       )
       SELECT 'job' AS kind, wf.id AS parent_id, NULL AS child_id FROM wf WHERE wf.id = ?
       UNION ALL SELECT 'edge', d.parent_id, d.child_id FROM wf JOIN ${t.dependencies} d ON d.parent_id = wf.id`,

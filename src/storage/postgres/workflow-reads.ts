@@ -22,7 +22,8 @@ WITH RECURSIVE wf(id) AS (
   -- lateral, so each step reads its jobs' edges by the primary key and the child index
   SELECT n.id FROM wf CROSS JOIN LATERAL (
     SELECT child_id AS id FROM ${s}.job_dependencies WHERE parent_id = wf.id
-    UNION ALL SELECT parent_id FROM ${s}.job_dependencies WHERE child_id = wf.id) n
+    -- a pruned parent's edge leads nowhere: not followed
+    UNION ALL SELECT d.parent_id FROM ${s}.job_dependencies d WHERE d.child_id = wf.id AND EXISTS (SELECT 1 FROM ${s}.jobs p WHERE p.id = d.parent_id)) n
 ), ids AS MATERIALIZED (
   -- the limit stops the recursion: it reads no further than the rows taken
   SELECT id FROM wf LIMIT $2::int
@@ -33,7 +34,7 @@ SELECT 'edge', d.parent_id::text, NULL, NULL, d.child_id::text FROM ${s}.job_dep
 UNION ALL
 SELECT 'more', NULL, NULL, NULL, NULL
 WHERE EXISTS (SELECT 1 FROM ${s}.job_dependencies d WHERE d.parent_id = ${within} AND NOT d.child_id = ${within})
-   OR EXISTS (SELECT 1 FROM ${s}.job_dependencies d WHERE d.child_id = ${within} AND NOT d.parent_id = ${within})`,
+   OR EXISTS (SELECT 1 FROM ${s}.job_dependencies d WHERE d.child_id = ${within} AND NOT d.parent_id = ${within} AND EXISTS (SELECT 1 FROM ${s}.jobs p WHERE p.id = d.parent_id))`,
     /** $1 below this id (null: none), $2 limit */
     listBatches: `-- leasehold listBatches: batches newest first, below a cursor
 SELECT * FROM ${s}.batches WHERE $1::bigint IS NULL OR id < $1::bigint ORDER BY id DESC LIMIT $2::int`,

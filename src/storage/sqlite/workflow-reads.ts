@@ -12,11 +12,11 @@ CREATE INDEX {p}jobs_batch_idx ON {p}jobs (batch_id, id) WHERE batch_id IS NOT N
 `;
 
 const READS_SQL = {
-  graph: `-- leasehold workflows.graph: the jobs reached from a job through edges either way (breadth first, at most @limit), the edges between them, and a row 'more' when more were reachable
+  graph: `-- leasehold workflows.graph: the jobs reached from a job through edges either way (breadth first, at most @limit), the edges between them, and a row 'more' when more were reachable (a pruned parent's edge leads nowhere: not followed)
     WITH RECURSIVE wf(id) AS (
       SELECT id FROM {p}jobs WHERE id = @id
       UNION SELECT d.child_id FROM wf JOIN {p}job_dependencies d ON d.parent_id = wf.id
-      UNION SELECT d.parent_id FROM wf JOIN {p}job_dependencies d ON d.child_id = wf.id
+      UNION SELECT d.parent_id FROM wf JOIN {p}job_dependencies d ON d.child_id = wf.id JOIN {p}jobs pj ON pj.id = d.parent_id
       LIMIT @limit
     ), ids AS MATERIALIZED (SELECT id FROM wf)
     SELECT 'job' AS kind, j.id AS id, j.type AS type, j.status AS status, NULL AS child FROM ids JOIN {p}jobs j ON j.id = ids.id
@@ -25,7 +25,7 @@ const READS_SQL = {
     UNION ALL
     SELECT 'more', NULL, NULL, NULL, NULL
     WHERE EXISTS (SELECT 1 FROM ids JOIN {p}job_dependencies d ON d.parent_id = ids.id WHERE d.child_id NOT IN (SELECT id FROM ids))
-       OR EXISTS (SELECT 1 FROM ids JOIN {p}job_dependencies d ON d.child_id = ids.id WHERE d.parent_id NOT IN (SELECT id FROM ids))`,
+       OR EXISTS (SELECT 1 FROM ids JOIN {p}job_dependencies d ON d.child_id = ids.id JOIN {p}jobs pj ON pj.id = d.parent_id WHERE d.parent_id NOT IN (SELECT id FROM ids))`,
   listBatches: `-- leasehold workflows.listBatches: batches newest first, below a cursor
     SELECT * FROM {p}batches WHERE id < @before ORDER BY id DESC LIMIT @limit`,
   batchMembers: `-- leasehold workflows.batchMembers: a batch's members in id order, above a cursor (jobs_batch_idx)
