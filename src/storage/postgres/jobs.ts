@@ -81,19 +81,24 @@ SELECT true AS applied, upd.* FROM upd
 UNION ALL
 SELECT false, ${jobColumns('j')}, j.dependents, j.batch_id FROM ${s}.jobs j WHERE j.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM upd)`,
 
-    /** $1 statuses, $2 older than ms, $3 limit, $4 $5 the cursor's finished_at and id; attempts and events go with their jobs */
-    prune: `-- leasehold pruneJobs: delete up to $3 finished jobs of the listed statuses finished more than $2 ms ago and after ($4, $5), and their attempts and events
-WITH victims AS (
-  SELECT id FROM ${s}.jobs v
-  -- the index scan starts at the cursor, past the entries earlier batches deleted
-  WHERE finished_at < ${NOW} - ${ms('$2::float8')} AND finished_at >= $4::timestamptz AND (finished_at > $4::timestamptz OR id > $5::bigint)
-    AND status = ANY($1::text[]) AND ${notHeld(s, 'v')}
-  ORDER BY finished_at, id
-  LIMIT $3::int
-  FOR UPDATE SKIP LOCKED
-), gone AS (
+    /** $1 statuses, $2 older than ms, $3 limit, $4 $5 the cursor's finished_at and id */
+    pruneLock: `-- leasehold pruneJobs: lock up to $3 finished jobs of the listed statuses finished more than $2 ms ago and after ($4, $5)
+SELECT id FROM ${s}.jobs v
+-- the index scan starts at the cursor, past the entries earlier batches deleted
+WHERE finished_at < ${NOW} - ${ms('$2::float8')} AND finished_at >= $4::timestamptz AND (finished_at > $4::timestamptz OR id > $5::bigint)
+  AND status = ANY($1::text[]) AND ${notHeld(s, 'v')}
+ORDER BY finished_at, id
+LIMIT $3::int
+FOR UPDATE SKIP LOCKED`,
+
+    /**
+     * $1 the ids pruneLock locked; attempts and events go with their jobs. A statement of its
+     * own: its snapshot, taken after the lock, sees an edge to a locked job committed meanwhile.
+     */
+    prune: `-- leasehold pruneJobs (delete): the locked jobs nothing depending on them still needs, and their attempts and events
+WITH gone AS (
   -- each delete takes its ids as an array, not as a join, so no plan hashes a whole table
-  DELETE FROM ${s}.jobs j WHERE j.id = ANY (ARRAY(SELECT id FROM victims)) RETURNING j.id, j.finished_at, j.batch_id, j.idempotency_key
+  DELETE FROM ${s}.jobs j WHERE j.id = ANY ($1::bigint[]) AND ${notHeld(s, 'j')} RETURNING j.id, j.finished_at, j.batch_id, j.idempotency_key
 ), history AS (
   DELETE FROM ${s}.job_attempts a WHERE a.job_id = ANY (ARRAY(SELECT id FROM gone))
 ), events AS (
@@ -210,7 +215,10 @@ export class PostgresJobs extends SqlAggregate<Db, ReturnType<typeof jobsSql>> i
     if (p.limit <= 0 || p.statuses.length === 0) return none;
     // no cursor: from before every finished_at and id
     const after = p.after ? [p.after.finishedAt.toISOString(), validId(p.after.id) ?? '0'] : ['-infinity', '0'];
-    const [row] = await this.db.transaction('pruneJobs', (c) => query(c, 'pruneJobs', this.sql.prune, [[...p.statuses], p.olderThanMs, p.limit, ...after]), PRUNE_BEGIN);
+    const [row] = await this.db.transaction('pruneJobs', async (c) => {
+      const locked = await query(c, 'pruneJobs', this.sql.pruneLock, [[...p.statuses], p.olderThanMs, p.limit, ...after]);
+      return locked.length === 0 ? [] : query(c, 'pruneJobs', this.sql.prune, [locked.map((r) => r.id)]);
+    }, PRUNE_BEGIN);
     const batches = (row?.batches ?? []) as string[];
     if (batches.length > 0) await this.db.run('pruneJobs', this.sql.forgetBatches, [batches]);
     const last = row?.cursor as [string, string] | null | undefined;
