@@ -82,7 +82,8 @@ export function pruneTests(h: ConformanceHarness): void {
       const s = db.storage;
       const id = await finished(s);
       await sleep(5);
-      for (const after of [{ finishedAt: new Date(NaN), id }, { finishedAt: new Date(), id: 'x1' }, { finishedAt: '2026-01-01', id } as unknown as { finishedAt: Date; id: string }]) {
+      const beyond = [{ finishedAt: new Date(Date.UTC(10_000, 0, 1)), id }, { finishedAt: new Date(), id: '9223372036854775808' }];
+      for (const after of [{ finishedAt: new Date(NaN), id }, { finishedAt: new Date(), id: 'x1' }, { finishedAt: '2026-01-01', id } as unknown as { finishedAt: Date; id: string }, ...beyond]) {
         await assert.rejects(s.jobs.pruneBatch({ statuses: ['succeeded'], olderThanMs: 0, limit: 10, after }), (e: Error) => e instanceof ValidationError && /after must be a cursor/.test(e.message), JSON.stringify(after));
       }
       assert.ok(await exists(s, id));
