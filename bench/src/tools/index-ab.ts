@@ -3,7 +3,60 @@
  * alternating) enqueueing a block of jobs in runs of 100 and draining it (claim 100, finish
  * 100); prints each round's times and the median of B ÷ A.
  */
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
 import type { NewJob, Storage } from '../../../src/core/storage.ts';
+import { openStorage } from '../../../src/storage/open.ts';
+import { MYSQL_URL, PG_URL, sqliteDir } from '../common.ts';
+
+export type IndexDb = 'sqlite' | 'postgres' | 'mysql';
+
+/**
+ * A storage on a fresh database (PostgreSQL schema, MySQL database or SQLite file) named `name`,
+ * migrated; then `ddl`'s statement for this database, if given (`{s}`: the PostgreSQL schema).
+ */
+export async function openFresh(db: IndexDb, name: string, ddl?: Record<IndexDb, string>): Promise<Storage> {
+  let url: string;
+  if (db === 'postgres') {
+    const c = new pg.Client({ connectionString: PG_URL });
+    await c.connect();
+    await c.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
+    await c.end();
+    url = `${PG_URL}?schema=${name}`;
+  } else if (db === 'mysql') {
+    const c = await mysql.createConnection(MYSQL_URL);
+    await c.query(`DROP DATABASE IF EXISTS ${name}`);
+    await c.query(`CREATE DATABASE ${name}`);
+    await c.end();
+    url = `${MYSQL_URL}/${name}`;
+  } else {
+    mkdirSync(sqliteDir(), { recursive: true });
+    for (const ext of ['', '-wal', '-shm']) rmSync(join(sqliteDir(), `${name}.db${ext}`), { force: true });
+    url = `sqlite:${join(sqliteDir(), `${name}.db`)}`;
+  }
+  const s = await openStorage(url);
+  await s.migrate();
+  if (!ddl) return s;
+  const stmt = ddl[db].replaceAll('{s}', name);
+  if (db === 'postgres') {
+    const c = new pg.Client({ connectionString: PG_URL });
+    await c.connect();
+    await c.query(stmt);
+    await c.end();
+  } else if (db === 'mysql') {
+    const c = await mysql.createConnection(`${MYSQL_URL}/${name}`);
+    await c.query(stmt);
+    await c.end();
+  } else {
+    const { default: Database } = await import('better-sqlite3');
+    const c = new Database(join(sqliteDir(), `${name}.db`));
+    c.exec(stmt);
+    c.close();
+  }
+  return s;
+}
 
 export interface IndexAb {
   a: Storage;

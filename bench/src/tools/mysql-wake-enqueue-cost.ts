@@ -4,6 +4,8 @@
  * enqueue then sends a KILL QUERY after its commit) and without one; median (min–max) jobs/s.
  *   BENCH_LEASEHOLD_SRC=$PWD/../src/index.ts node --import tsx src/tools/mysql-wake-enqueue-cost.ts [n] [runs]
  */
+export {};
+
 const lh = (await import(process.env.BENCH_LEASEHOLD_SRC || '../../../dist/index.js')) as typeof import('../../../src/index.ts');
 const mysql = (await import('mysql2/promise')).default;
 const URL = process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
