@@ -69,10 +69,9 @@ export class InProcessMetrics {
     this.handedBack = new CellCounter(registry, 'leasehold_jobs_handed_back_total', 'Jobs handed back at shutdown (running at the deadline, or claimed and not started), by job type', ['type']);
     this.observer = {
       claimed: (count) => this.claimBatch.observe(count),
-      attempt: (job, run) => {
+      started: (job) => {
         const cells = this.#cellsOf(job);
         if (job.startedAt) cells.wait.observe(Math.max(0, job.startedAt.getTime() - job.runAt.getTime()) / 1000);
-        run();
         return cells;
       },
       leaseLost: (job) => this.leasesLost.cell(job.type).n++,

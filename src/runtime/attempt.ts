@@ -21,6 +21,7 @@ import type { AttemptDeps } from './attempt-deps.js';
 import { ProgressReporter } from './attempt-progress.js';
 import type { EffectBatcher } from './effect-batcher.js';
 import type { Logger } from './env.js';
+import type { AttemptObservation } from './observer.js';
 
 export type { AttemptDeps } from './attempt-deps.js';
 import type { HeldLease } from './heartbeater.js';
@@ -34,6 +35,8 @@ export class Attempt implements ContextHost, Timed, FinishSink {
   readonly startedAt = Date.now();
   /** performance.now() at start, for the run time that sizes claim batches */
   readonly launchedAt = performance.now();
+  /** what the worker's observers want told when it ends (metrics, tracing) */
+  observed: AttemptObservation | undefined = undefined;
   /**
    * Made when the handler first reads `ctx.signal` (or on abort after that): most handlers
    * never do, and an AbortController with its listener was a tenth of the runtime's own cost

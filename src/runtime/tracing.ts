@@ -9,7 +9,7 @@
 import { type Context, INVALID_SPANID, INVALID_TRACEID, ProxyTracerProvider, ROOT_CONTEXT, type Span, SpanKind, type SpanOptions, SpanStatusCode, type Tracer, context, trace } from '@opentelemetry/api';
 import type { SpanContext } from '@opentelemetry/api';
 import type { ClaimedJob, NewJob } from '../core/storage.js';
-import type { WorkerObserver } from './observer.js';
+import type { AttemptObservation, WorkerObserver } from './observer.js';
 import { VERSION } from './version.js';
 
 const SYSTEM = 'leasehold';
@@ -130,12 +130,12 @@ function providerRegistered(): boolean {
 }
 
 /**
- * The worker's consumer span per attempt; the handler runs inside it. Without a provider the
- * attempt only runs the handler: asked again at each claim, so a provider registered later is found.
+ * The worker's consumer span per attempt; the handler runs inside it. Without a provider it has
+ * no `attempt` (the worker starts jobs without it): asked again at each claim, so a provider
+ * registered later is found.
  */
 export function tracingObserver(): WorkerObserver {
   const t = tracer();
-  let live = providerRegistered();
   // the jobs of one enqueue call share its traceparent and are mostly claimed together: parsed once
   let linked: { tp: string; queue: string; options: SpanOptions } | undefined;
   const optionsFor = (job: ClaimedJob, start: Start): SpanOptions => {
@@ -147,32 +147,33 @@ export function tracingObserver(): WorkerObserver {
     }
     return linked.options;
   };
-  return {
+  const attempt = (job: ClaimedJob, run: () => void): AttemptObservation | undefined => {
+    // a root of its own: the worker's dispatch may run inside the previous attempt's context
+    const start = processStart(job.queue);
+    const span = t.startSpan(start.name, optionsFor(job, start), ROOT_CONTEXT);
+    if (!span.isRecording()) {
+      // sampled out, it still tells the handler's own spans that its trace is not kept; the API's no-op span (no provider) has no trace to tell of
+      if (span.spanContext().traceId !== INVALID_TRACEID) context.with(new AttemptSpanContext(span), run);
+      else run();
+      return undefined;
+    }
+    span.setAttribute('messaging.message.id', job.id);
+    span.setAttribute('leasehold.job.type', job.type);
+    span.setAttribute('leasehold.job.attempt', job.attempts);
+    context.with(new AttemptSpanContext(span), run);
+    return {
+      ended({ outcome, error }) {
+        span.setAttribute('leasehold.attempt.outcome', outcome);
+        if (outcome === 'failed' || outcome === 'dead' || outcome === 'lost') fail(span, error?.message ?? outcome);
+        span.end();
+      },
+    };
+  };
+  const observer: WorkerObserver = {
     claimed() {
-      live = providerRegistered();
-    },
-    attempt(job, run) {
-      if (!live) return void run();
-      // a root of its own: the worker's dispatch may run inside the previous attempt's context
-      const start = processStart(job.queue);
-      const span = t.startSpan(start.name, optionsFor(job, start), ROOT_CONTEXT);
-      if (!span.isRecording()) {
-        // sampled out, it still tells the handler's own spans that its trace is not kept; the API's no-op span (no provider) has no trace to tell of
-        if (span.spanContext().traceId !== INVALID_TRACEID) context.with(new AttemptSpanContext(span), run);
-        else run();
-        return undefined;
-      }
-      span.setAttribute('messaging.message.id', job.id);
-      span.setAttribute('leasehold.job.type', job.type);
-      span.setAttribute('leasehold.job.attempt', job.attempts);
-      context.with(new AttemptSpanContext(span), run);
-      return {
-        ended({ outcome, error }) {
-          span.setAttribute('leasehold.attempt.outcome', outcome);
-          if (outcome === 'failed' || outcome === 'dead' || outcome === 'lost') fail(span, error?.message ?? outcome);
-          span.end();
-        },
-      };
+      observer.attempt = providerRegistered() ? attempt : undefined;
     },
   };
+  observer.claimed?.(0);
+  return observer;
 }

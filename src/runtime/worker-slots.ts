@@ -13,7 +13,7 @@ import { EffectBatcher } from './effect-batcher.js';
 import type { Logger } from './env.js';
 import { type Heartbeater, leaseSafetyMargin } from './heartbeater.js';
 import type { JobDefinition, JobRegistry } from './job-definition.js';
-import type { AttemptObservation, WorkerObserver } from './observer.js';
+import type { Observers } from './observer.js';
 import type { Wakeup } from './wakeup.js';
 import type { JobLease, LeaseBook } from './worker-leases.js';
 
@@ -35,7 +35,7 @@ export interface SlotsDeps {
   /** whether jobs may start (false once stop() was called) */
   accepting: () => boolean;
   /** metrics and tracing, when any */
-  observer: WorkerObserver | undefined;
+  observer: Observers | undefined;
 }
 
 export class Slots {
@@ -53,8 +53,6 @@ export class Slots {
   readonly ended: Record<'handed_back' | 'abandoned', string[]> = { handed_back: [], abandoned: [] };
   /** What every attempt shares (made once: per job it was a closure apiece). */
   #attemptDeps: AttemptDeps | undefined;
-  /** what the observer wants told when each attempt ends */
-  readonly #observed = new Map<Attempt, AttemptObservation>();
 
   constructor(private readonly d: SlotsDeps) {}
 
@@ -89,9 +87,8 @@ export class Slots {
     entry.attempt = attempt;
     this.executing++;
     this.running.set(entry.job.id, attempt);
-    if (!d.observer?.attempt) return attempt.start();
-    const seen = d.observer.attempt(entry.job, () => attempt.start());
-    if (seen) this.#observed.set(attempt, seen);
+    if (!d.observer) return attempt.start();
+    attempt.observed = d.observer.launch(entry.job, attempt);
   }
 
   /**
@@ -112,10 +109,10 @@ export class Slots {
     if (outcome === 'handed_back' || outcome === 'abandoned') this.ended[outcome].push(attempt.job.id);
     this.running.delete(attempt.job.id);
     this.outcomes[outcome] = (this.outcomes[outcome] ?? 0) + 1;
-    const seen = this.#observed.get(attempt);
+    const seen = attempt.observed;
     if (seen) {
-      this.#observed.delete(attempt);
-      seen.ended({ outcome, durationMs: Date.now() - attempt.startedAt, error: attempt.error });
+      attempt.observed = undefined;
+      this.d.observer?.ended(seen, { outcome, durationMs: Date.now() - attempt.startedAt, error: attempt.error });
     }
     this.dispatch();
     this.d.wake.wake();

@@ -24,7 +24,7 @@ import { Sweeper } from './sweeper.js';
 import { Wakeup } from './wakeup.js';
 import type { DrainReport, StopReport, WorkerOptions } from './worker-options.js';
 import { Scheduler } from './scheduler.js';
-import { type WorkerObserver, combineObservers } from './observer.js';
+import { type Observers, combineObservers } from './observer.js';
 import { tracingObserver } from './tracing.js';
 import { AlertEvaluator } from './alert-evaluator.js';
 import { withAlertJobs } from './alert-webhook.js';
@@ -74,7 +74,7 @@ export class Worker<const J extends JobList = JobList> {
   readonly #scheduler: Scheduler | null;
   readonly #alerts: AlertEvaluator | null;
   readonly #slots: Slots;
-  readonly #observer: WorkerObserver | undefined;
+  readonly #observer: Observers | undefined;
   readonly #types: string[];
   /** the claim enforces these types' and queues' limits cluster-wide */
   readonly #flow: Record<string, TypeFlow> | undefined;

@@ -3,7 +3,8 @@
  * off) and in other modes, alternated run by run so the machine's drift hits all alike:
  *   node --import tsx src/tools/ab-observe.ts sqlite 20000 10 6 [modes]
  * A mode joins parts with `+`: `metrics` (leasehold's Prometheus metrics, the registry scraped
- * every second, the database sampled at the minimum interval), `api` (leasehold's spans on with
+ * every second, the database sampled at the minimum interval, 5 s; `metrics@MS` samples at most
+ * every MS ms, e.g. `metrics@15000` the default; `metrics@off` never samples the database), `api` (leasehold's spans on with
  * no SDK registered: the default Worker), `sdk` (an OpenTelemetry SDK registered and recording
  * every span: a BasicTracerProvider with a batch processor into an exporter that drops what it
  * is given, or with BENCH_EXPORTER=memory an in-memory one that keeps every span, and the
@@ -32,12 +33,14 @@ interface Run { jobsPerS: number; usPerJob: number; spans: number }
 const args = process.argv.slice(2);
 const ALIASES: Record<string, string> = { tracing: 'sdk', 'api-only': 'api', observed: 'metrics+sdk', sampled: 'metrics+sdk@0.01' };
 /** What a mode turns on: metrics, leasehold's spans, an SDK and the fraction of traces it keeps. */
-interface Setup { metrics: boolean; spans: boolean; sdk: boolean; ratio: number; build: string }
+interface Setup { metrics: boolean; sampleMs: number | false; spans: boolean; sdk: boolean; ratio: number; build: string }
 function setup(mode: string): Setup {
   const parts = (ALIASES[mode] ?? mode).split('+');
   const sdk = parts.find((p) => p === 'sdk' || p.startsWith('sdk@'));
-  for (const p of parts) if (p !== 'bare' && p !== 'metrics' && p !== 'api' && p !== 'nospans' && p !== 'build2' && p !== sdk) throw new Error(`unknown mode part ${p} in ${mode}`);
-  return { metrics: parts.includes('metrics'), spans: (parts.includes('api') || sdk !== undefined) && !parts.includes('nospans'), sdk: sdk !== undefined, ratio: sdk?.startsWith('sdk@') ? Number(sdk.slice(4)) : 1, build: (parts.includes('build2') ? process.env.BENCH_LEASEHOLD_SRC2 : process.env.BENCH_LEASEHOLD_SRC) || '../../../dist/index.js' };
+  const metered = parts.find((p) => p === 'metrics' || p.startsWith('metrics@'));
+  for (const p of parts) if (p !== 'bare' && p !== metered && p !== 'api' && p !== 'nospans' && p !== 'build2' && p !== sdk) throw new Error(`unknown mode part ${p} in ${mode}`);
+  const sampleMs = metered?.startsWith('metrics@') ? (metered === 'metrics@off' ? false : Number(metered.slice(8))) : 5_000;
+  return { metrics: metered !== undefined, sampleMs, spans: (parts.includes('api') || sdk !== undefined) && !parts.includes('nospans'), sdk: sdk !== undefined, ratio: sdk?.startsWith('sdk@') ? Number(sdk.slice(4)) : 1, build: (parts.includes('build2') ? process.env.BENCH_LEASEHOLD_SRC2 : process.env.BENCH_LEASEHOLD_SRC) || '../../../dist/index.js' };
 }
 if (args[0] === '--child') await child(args[1] as string, args[2] as Db, Number(args[3]), Number(args[4]));
 else parent(args);
@@ -68,7 +71,7 @@ function parent([db = 'sqlite', n = '20000', c = '10', reps = '6', others = 'sam
 }
 
 async function child(mode: string, db: Db, n: number, c: number): Promise<void> {
-  const { metrics: metered, spans: tracing, sdk, ratio, build } = setup(mode);
+  const { metrics: metered, sampleMs, spans: tracing, sdk, ratio, build } = setup(mode);
   process.env.LEASEHOLD_LOG_LEVEL ??= 'silent';
   let exported = 0;
   let flush = async () => {};
@@ -110,7 +113,7 @@ async function child(mode: string, db: Db, n: number, c: number): Promise<void> 
   };
   const noop = lh.defineJob({ type: 'noop', maxAttempts: 5, handler: () => void (workUs > 0 && spin(), ++done === n && resolve()) });
   const storage = await lh.openStorage(own.url);
-  const metrics = metered ? lh.createMetrics({ storage, sampling: { intervalMs: 5_000 } }) : undefined;
+  const metrics = metered ? lh.createMetrics({ storage, sampling: sampleMs === false ? false : { intervalMs: sampleMs } }) : undefined;
   // PROFILE_OUT=file.cpuprofile with --child: a CPU profile of the drain alone
   const stopProfile = await profileSection();
   const cpu0 = process.cpuUsage();

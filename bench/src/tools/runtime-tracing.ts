@@ -13,7 +13,9 @@
  * BENCH_PROCESSOR=none registers no span processor (spans are made and recorded, then dropped
  * at end: what the batch processor's queue and export cost shows against it);
  * BENCH_CONTEXT=none registers no context manager (no span is active in a handler).
- * PROFILE_OUT / ALLOC_OUT with --child profile its drain (see profiling.ts). Prints the
+ * PROFILE_OUT / ALLOC_OUT with --child profile its drain (see profiling.ts); CALLGRIND=1 with
+ * --child under `valgrind --tool=callgrind --instr-atstart=no` counts the drain's instructions
+ * alone (deterministic where timings are not; divide "I refs" by n). Prints the
  * median (min–max) worker CPU per job per mode and its difference from bare.
  */
 import { execFileSync } from 'node:child_process';
@@ -96,6 +98,8 @@ async function child(modeArg: string, n: number, c: number, linked: boolean): Pr
   };
   const storage = new Proxy(memory, { get: (target, prop, receiver) => (prop === 'leases' ? leases : (Reflect.get(target, prop, receiver) as unknown)) }) as Storage;
   const stopProfile = await profileSection();
+  const callgrind = (on: boolean) => process.env.CALLGRIND && execFileSync('callgrind_control', ['-i', on ? 'on' : 'off', String(process.pid)], { stdio: 'ignore' });
+  callgrind(true);
   const cpu0 = process.cpuUsage();
   const metrics = metered ? lh.createMetrics({ storage, sampling: { intervalMs: 60_000 } }) : undefined;
   const w = new lh.Worker({ storage, jobs: [noop], concurrency: c, scheduler: false, sweeper: false, tracing: mode !== 'bare', observers: metrics ? [metrics.observer] : [] });
@@ -103,6 +107,7 @@ async function child(modeArg: string, n: number, c: number, linked: boolean): Pr
   await w.start();
   await all;
   const cpu = process.cpuUsage(cpu0);
+  callgrind(false);
   await stopProfile();
   await w.stop();
   console.log(((cpu.user + cpu.system) / n).toFixed(3));
