@@ -25,6 +25,16 @@ export function parseIntIn(min: number, max: number) {
   };
 }
 
+/** A number from 0 to `max`, fractions allowed (e.g. a ratio). */
+export function parseNumberTo(max: number) {
+  return (text: string): number => {
+    if (!/^\d+(\.\d+)?$/.test(text.trim())) throw new InvalidArgumentError(`expected a number >= 0; got "${text}"`);
+    const n = Number(text);
+    if (n > max) throw new InvalidArgumentError(`expected a number from 0 to ${max}; got ${n}`);
+    return n;
+  };
+}
+
 /** An ISO 8601 time in the range every database holds (core's checkTime). */
 export function parseDate(text: string): Date {
   try {

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { DEFAULT_RETENTION, Retention, type PrunedStatus } from '../runtime/retention.js';
 import { table } from './format.js';
 import { withStorage } from './main.js';
-import { parseIntIn } from './parse.js';
+import { parseIntIn, parseNumberTo } from './parse.js';
 import { parseRetention, retentionFrom } from './retention-options.js';
 
 interface PruneOpts {
@@ -15,6 +15,7 @@ interface PruneOpts {
   dead?: number | false;
   dryRun?: boolean;
   batchSize: number;
+  pauseRatio: number;
   json?: boolean;
 }
 
@@ -28,12 +29,13 @@ export function registerPruneCommand(program: Command): void {
     .option('--dead <duration>', `prune dead and cancelled jobs finished longer ago than this, or "never" (default ${age(DEFAULT_RETENTION.deadMs)})`, parseRetention)
     .option('--dry-run', 'count what would be pruned, per status; delete nothing')
     .option('--batch-size <n>', 'jobs deleted per write', parseIntIn(1, 100_000), DEFAULT_RETENTION.batchSize)
+    .option('--pause-ratio <n>', 'after each write, wait n times as long as it took (0: back to back, fastest; more: gentler on the claims beside it)', parseNumberTo(100), DEFAULT_RETENTION.pauseRatio)
     .option('--json', 'print JSON')
     .action(async (o: PruneOpts, cmd: Command) => {
       await withStorage(cmd, async (storage) => {
         const policy = retentionFrom({ retainSucceeded: o.succeeded, retainDead: o.dead });
         // an operator's prune clears the whole backlog: no per-run budget
-        const retention = new Retention(storage, policy === false ? false : { ...policy, batchSize: o.batchSize, maxBatches: Infinity });
+        const retention = new Retention(storage, policy === false ? false : { ...policy, batchSize: o.batchSize, pauseRatio: o.pauseRatio, maxBatches: Infinity });
         const olderThan = Object.fromEntries(retention.rules.map((r) => [r.status, r.olderThanMs])) as Partial<Record<PrunedStatus, number>>;
         const counts = o.dryRun ? await retention.prunable() : (await retention.prune()).pruned;
         const total = counts.succeeded + counts.dead + counts.cancelled;

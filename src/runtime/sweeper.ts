@@ -28,6 +28,7 @@ export interface SweeperOptions {
 export class Sweeper {
   #timer: NodeJS.Timeout | undefined;
   #running = false;
+  #stopped = false;
   #lastMaintenance = 0;
   #failing = false;
   #reportedUnhandled = '';
@@ -47,6 +48,7 @@ export class Sweeper {
 
   start(): void {
     this.#running = true;
+    this.#stopped = false;
     const loop = async () => {
       await this.tick();
       // a tick still out when stop() ran must not arm another
@@ -59,6 +61,7 @@ export class Sweeper {
 
   stop(): void {
     this.#running = false;
+    this.#stopped = true;
     clearTimeout(this.#timer);
   }
 
@@ -113,7 +116,8 @@ export class Sweeper {
   }
 
   async maintain(): Promise<void> {
-    await this.#retention.prune();
+    // a prune still going when the worker stops ends at its next batch, not after its budget
+    await this.#retention.prune(() => !this.#stopped);
     await this.storage.workers.prune({ silentForMs: this.opts.workerSilenceMs * 10 });
     const [due, workers, now] = await Promise.all([this.storage.queues.dueCounts(), this.storage.workers.list(), this.storage.now()]);
     const unhandled = findUnhandled(due.counts, workers, now, this.opts.workerSilenceMs);

@@ -56,7 +56,7 @@ for (const target of await dbTargets('cli: leasehold prune')) {
     });
 
     it('with shorter ages, in small batches, takes the rest; then there is nothing left to prune', async () => {
-      const r = await db.run(['prune', '--succeeded', '1d', '--dead', '1d', '--batch-size', '1']);
+      const r = await db.run(['prune', '--succeeded', '1d', '--dead', '1d', '--batch-size', '1', '--pause-ratio', '0.5']);
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /pruned 2 job\(s\):/);
       assert.deepEqual(await goneOf(db.storage, ids), ['midDead', 'midOk', 'oldCancelled', 'oldDead', 'oldOk']);
@@ -64,10 +64,13 @@ for (const target of await dbTargets('cli: leasehold prune')) {
       assert.equal(again.total, 0);
     });
 
-    it('a bad age is bad input: exit 2, nothing removed', async () => {
+    it('a bad age or pause ratio is bad input: exit 2, nothing removed', async () => {
       const r = await db.run(['prune', '--succeeded', 'soon']);
       assert.equal(r.code, 2);
       assert.match(r.stderr, /expected a duration/);
+      const ratio = await db.run(['prune', '--pause-ratio', '-1']);
+      assert.equal(ratio.code, 2);
+      assert.match(ratio.stderr, /expected a number >= 0/);
       assert.deepEqual(await goneOf(db.storage, ids), ['midDead', 'midOk', 'oldCancelled', 'oldDead', 'oldOk']);
     });
   });

@@ -121,6 +121,38 @@ for (const kind of ['memory', 'sqlite'] as const) {
       assert.equal(afters[2], null, 'another run starts from the oldest');
     });
 
+    it('pauseRatio (default 3): after each full batch it waits that many times as long as the batch took; none after the last', async () => {
+      db = open(kind);
+      await db.storage.migrate();
+      for (let i = 0; i < 5; i++) await jobIn(db.storage, `t${i}`, 'succeeded');
+      db.advance(8 * DAY);
+      let now = 0;
+      const pauses: number[] = [];
+      // each batch takes 10 ms on this clock
+      const s = overriding(db.storage, 'jobs', 'pruneBatch', (prune) => async (p) => ((now += 10), prune(p)));
+      const pace = { now: () => now, sleep: async (ms: number) => void pauses.push(ms) };
+      const r = new Retention(s, { batchSize: 2, deadMs: false }, undefined, pace);
+      assert.equal((await r.prune()).total, 5);
+      assert.deepEqual(pauses, [30, 30], 'three batches: 2, 2, then 1 (short: the last)');
+      pauses.length = 0;
+      for (let i = 0; i < 3; i++) await jobIn(db.storage, `u${i}`, 'succeeded');
+      db.advance(8 * DAY);
+      assert.equal((await new Retention(s, { batchSize: 2, deadMs: false, pauseRatio: 0 }, undefined, pace).prune()).total, 3);
+      assert.deepEqual(pauses, [0], 'pauseRatio 0: only a turn of the event loop');
+    });
+
+    it('stops between batches once keepGoing says no (a worker stopping), the rest left for the next run', async () => {
+      db = open(kind);
+      await db.storage.migrate();
+      for (let i = 0; i < 5; i++) await jobIn(db.storage, `t${i}`, 'succeeded');
+      db.advance(8 * DAY);
+      let batches = 0;
+      const s = overriding(db.storage, 'jobs', 'pruneBatch', (prune) => async (p) => (batches++, prune(p)));
+      const r = new Retention(s, { batchSize: 2, deadMs: false, pauseRatio: 0 });
+      assert.deepEqual(await r.prune(() => batches < 1), { pruned: { succeeded: 2, dead: 0, cancelled: 0 }, total: 2, complete: false });
+      assert.deepEqual(await r.prune(), { pruned: { succeeded: 3, dead: 0, cancelled: 0 }, total: 3, complete: true });
+    });
+
     it('a worker\'s sweeper prunes with the worker\'s retention option', async () => {
       db = open(kind);
       const s = db.storage;
@@ -144,7 +176,7 @@ for (const kind of ['memory', 'sqlite'] as const) {
 
 describe('retention options', () => {
   it('bad values are a ValidationError when the worker is made', () => {
-    for (const bad of [{ succeededMs: -1 }, { deadMs: Number.NaN }, { batchSize: 0 }, { maxBatches: 1.5 }]) {
+    for (const bad of [{ succeededMs: -1 }, { deadMs: Number.NaN }, { batchSize: 0 }, { maxBatches: 1.5 }, { pauseRatio: -1 }, { pauseRatio: Infinity }]) {
       assert.throws(() => new Worker({ storage: memoryStorage(), jobs: [], retention: bad }), ValidationError, JSON.stringify(bad));
     }
     assert.deepEqual(retentionRules({}), [{ status: 'succeeded', olderThanMs: 7 * DAY }, { status: 'dead', olderThanMs: 30 * DAY }, { status: 'cancelled', olderThanMs: 30 * DAY }]);

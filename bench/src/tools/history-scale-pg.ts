@@ -9,7 +9,8 @@
  * prune: this process claims and finishes (up to CLAIM_LIMIT, 10, jobs) every TICK_MS (5), timing
  *   each claim and finish; QUIET_MS (20 s) windows without a prune alternate with windows during
  *   a prune of the oldest PRUNE_ROWS (1,000,000) succeeded jobs: Retention as `leasehold prune`
- *   runs it, in a process forked and connected beforehand (PRUNE_BATCH: its batch size).
+ *   runs it, in a process forked and connected beforehand (PRUNE_BATCH: its batch size; PRUNE_PAUSE:
+ *   its pauseRatio).
  * The copy under test: BENCH_LEASEHOLD_SRC (src/index.ts or dist/index.js), as for seeded.ts.
  * seed: only the seeding (with --keep, for later runs).
  * --keep leaves the database for the next run (its seeded rows are topped up, not rewritten).
@@ -48,7 +49,8 @@ if (mode === 'prune-child') {
   process.send?.({ ready: true });
   const { olderThanMs } = await new Promise<{ olderThanMs: number }>((resolve) => process.once('message', resolve));
   const batchSize = process.env.PRUNE_BATCH ? Number(process.env.PRUNE_BATCH) : undefined;
-  const report = await new Retention(storage, { succeededMs: olderThanMs, deadMs: false, maxBatches: Infinity, ...(batchSize ? { batchSize } : {}) }).prune();
+  const pauseRatio = process.env.PRUNE_PAUSE ? Number(process.env.PRUNE_PAUSE) : undefined;
+  const report = await new Retention(storage, { succeededMs: olderThanMs, deadMs: false, maxBatches: Infinity, ...(batchSize ? { batchSize } : {}), ...(pauseRatio !== undefined ? { pauseRatio } : {}) }).prune();
   process.send?.({ total: report.total });
   await storage.close();
   process.exit(0);
