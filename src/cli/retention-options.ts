@@ -41,10 +41,13 @@ export function retentionFrom(o: RetentionFlags): RetentionOptions | false {
   return { ...(o.retainSucceeded !== undefined ? { succeededMs: o.retainSucceeded } : {}), ...(o.retainDead !== undefined ? { deadMs: o.retainDead } : {}) };
 }
 
-/** `tick`'s prune, once per run: a failure is logged, never the tick's exit code (its jobs ran). */
-export async function pruneOnce(storage: Storage, o: RetentionFlags, log: Logger): Promise<void> {
+/**
+ * `tick`'s prune, once per run, within the tick's time budget (`until`, ms since the epoch; each
+ * status still gets a batch): a failure is logged, never the tick's exit code (its jobs ran).
+ */
+export async function pruneOnce(storage: Storage, o: RetentionFlags, log: Logger, until: number): Promise<void> {
   try {
-    await new Retention(storage, retentionFrom(o), log).prune();
+    await new Retention(storage, retentionFrom(o), log).prune({ keepGoing: () => Date.now() < until });
   } catch (e) {
     log.error({ event: 'prune.failed', err: (e as Error).message }, 'pruning finished jobs failed; the next run tries again');
   }

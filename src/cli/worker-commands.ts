@@ -131,11 +131,12 @@ export function registerWorkerCommands(program: Command): void {
   addRunOptions(program.command('tick').description('cron mode: rescue expired leases, run due jobs until none are left or --max-seconds, exit'))
     .option('--max-seconds <n>', 'time budget for this run', parseIntIn(1, 86_400), 55)
     .action(async (o: RunOpts & { maxSeconds: number }, cmd: Command) => {
+      const until = Date.now() + o.maxSeconds * 1000;
       const { storage, worker } = await setUp(cmd, o);
       const off = onSignals(() => void worker.stop({ deadlineMs: Math.min(o.shutdownDeadline, 5_000) }));
       const report = await worker.drain({ maxMs: o.maxSeconds * 1000 });
       off();
-      await pruneOnce(storage, cmd.opts<RetentionFlags>(), worker.log);
+      await pruneOnce(storage, cmd.opts<RetentionFlags>(), worker.log, until);
       worker.log.info({ event: 'tick.done', ...report }, 'tick finished');
       await storage.close();
     });

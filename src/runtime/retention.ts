@@ -5,9 +5,10 @@
  *
  * A run deletes in batches of `batchSize` jobs, each its own short write starting after the last
  * job the previous one deleted, until a batch comes back short or the run's budget (`maxBatches`
- * per status) is spent; between batches it lets the event loop turn, so the process's claims and
- * heartbeats never wait behind one long delete, and other processes' writes get the database's
- * locks in between. The effect ledger is never pruned.
+ * per status, and the caller's `keepGoing`) is spent. After each batch it waits `pauseRatio`
+ * times as long as the batch took: the process's claims and heartbeats never wait behind one long
+ * delete, other processes' writes get the database's locks in between, and the claims beside it
+ * flush less of the prune's log with their commits. The effect ledger is never pruned.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ValidationError } from '../core/index.js';
@@ -33,6 +34,8 @@ export interface RetentionOptions {
 }
 
 const DAY = 86_400_000;
+/** a pause of more than a hundred times the batch would stall whoever waits for the run */
+export const MAX_PAUSE_RATIO = 100;
 
 export const DEFAULT_RETENTION = { succeededMs: 7 * DAY, deadMs: 30 * DAY, batchSize: 1_000, maxBatches: 100, pauseRatio: 3 } as const;
 
@@ -42,6 +45,14 @@ export type PrunedStatus = 'succeeded' | 'dead' | 'cancelled';
 export interface RetentionRule {
   status: PrunedStatus;
   olderThanMs: number;
+}
+
+/** What bounds one run besides its budget of batches. */
+export interface PruneRun {
+  /** asked after each status's first batch: false ends the run (the rest waits for the next) */
+  keepGoing?: () => boolean;
+  /** ends the run at once, pause included (the worker stops) */
+  signal?: AbortSignal;
 }
 
 export interface PruneReport {
@@ -67,7 +78,7 @@ function count(name: string, v: number | undefined, fallback: number): number {
 
 function ratio(name: string, v: number | undefined, fallback: number): number {
   if (v === undefined) return fallback;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new ValidationError('INVALID_OPTION', `retention.${name} must be a number >= 0; got ${String(v)}`);
+  if (typeof v !== 'number' || !(v >= 0 && v <= MAX_PAUSE_RATIO)) throw new ValidationError('INVALID_OPTION', `retention.${name} must be a number from 0 to ${MAX_PAUSE_RATIO}; got ${String(v)}`);
   return v;
 }
 
@@ -93,7 +104,7 @@ export class Retention {
     policy: RetentionOptions | false,
     private readonly log?: Logger,
     /** the batch clock and the pause between batches (tests) */
-    private readonly pace: { now(): number; sleep(ms: number): Promise<unknown> } = { now: () => performance.now(), sleep },
+    private readonly pace: { now(): number; sleep(ms: number, signal?: AbortSignal): Promise<unknown> } = { now: () => performance.now(), sleep: (ms, signal) => sleep(ms, undefined, { signal }) },
   ) {
     this.rules = retentionRules(policy);
     this.#batchSize = policy === false ? 1 : count('batchSize', policy.batchSize, DEFAULT_RETENTION.batchSize);
@@ -101,15 +112,16 @@ export class Retention {
     this.#pauseRatio = policy === false ? 0 : ratio('pauseRatio', policy.pauseRatio, DEFAULT_RETENTION.pauseRatio);
   }
 
-  /** Delete what is past retention, batch by batch, within the run's budget and while `keepGoing()` says so. */
-  async prune(keepGoing: () => boolean = () => true): Promise<PruneReport> {
+  /** Delete what is past retention, batch by batch, within the run's budget and `run`'s bounds. */
+  async prune(run: PruneRun = {}): Promise<PruneReport> {
     const pruned: Record<PrunedStatus, number> = { succeeded: 0, dead: 0, cancelled: 0 };
     let complete = true;
     for (const rule of this.rules) {
       // each batch starts where the last one stopped; the next run starts from the oldest again, for jobs held back until then
       let after: PruneCursor | null = null;
       for (let batch = 0; ; batch++) {
-        if (batch >= this.#maxBatches || !keepGoing()) {
+        // every status gets a first batch, so a run squeezed by its caller still makes progress
+        if (batch >= this.#maxBatches || run.signal?.aborted || (batch > 0 && run.keepGoing?.() === false)) {
           complete = false;
           break;
         }
@@ -118,8 +130,10 @@ export class Retention {
         pruned[rule.status] += done.deleted;
         after = done.cursor;
         if (done.deleted < this.#batchSize) break;
-        // at least a turn of the event loop (timers included) between two deletes
-        await this.pace.sleep(this.#pauseRatio * (this.pace.now() - started));
+        // the budget's last batch needs no pause after it
+        if (batch + 1 >= this.#maxBatches) continue;
+        // at least a turn of the event loop (timers included) between two deletes; an abort is seen above
+        await this.pace.sleep(this.#pauseRatio * (this.pace.now() - started), run.signal).catch(() => {});
       }
     }
     const total = pruned.succeeded + pruned.dead + pruned.cancelled;

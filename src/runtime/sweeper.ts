@@ -28,7 +28,8 @@ export interface SweeperOptions {
 export class Sweeper {
   #timer: NodeJS.Timeout | undefined;
   #running = false;
-  #stopped = false;
+  /** aborted by stop(): ends a prune mid-run, pause included */
+  #stopping = new AbortController();
   #lastMaintenance = 0;
   #failing = false;
   #reportedUnhandled = '';
@@ -48,7 +49,7 @@ export class Sweeper {
 
   start(): void {
     this.#running = true;
-    this.#stopped = false;
+    if (this.#stopping.signal.aborted) this.#stopping = new AbortController();
     const loop = async () => {
       await this.tick();
       // a tick still out when stop() ran must not arm another
@@ -61,7 +62,7 @@ export class Sweeper {
 
   stop(): void {
     this.#running = false;
-    this.#stopped = true;
+    this.#stopping.abort();
     clearTimeout(this.#timer);
   }
 
@@ -116,8 +117,11 @@ export class Sweeper {
   }
 
   async maintain(): Promise<void> {
-    // a prune still going when the worker stops ends at its next batch, not after its budget
-    await this.#retention.prune(() => !this.#stopped);
+    // a prune gets about a sweep interval (at least 5 s), so rescues never wait long behind it
+    const until = Date.now() + Math.max(this.opts.intervalMs, 5_000);
+    const stopping = this.#stopping.signal;
+    await this.#retention.prune({ keepGoing: () => Date.now() < until, signal: stopping });
+    if (stopping.aborted) return;
     await this.storage.workers.prune({ silentForMs: this.opts.workerSilenceMs * 10 });
     const [due, workers, now] = await Promise.all([this.storage.queues.dueCounts(), this.storage.workers.list(), this.storage.now()]);
     const unhandled = findUnhandled(due.counts, workers, now, this.opts.workerSilenceMs);

@@ -8,10 +8,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, it } from 'node:test';
+import pino from 'pino';
 import { ValidationError } from '../../src/core/errors.js';
 import type { FinishParams, Storage } from '../../src/core/storage.js';
-import { defineJob } from '../../src/runtime/job-definition.js';
+import { JobRegistry, defineJob } from '../../src/runtime/job-definition.js';
 import { Retention, retentionRules } from '../../src/runtime/retention.js';
+import { Sweeper } from '../../src/runtime/sweeper.js';
 import { Worker } from '../../src/runtime/worker.js';
 import { memoryStorage } from '../../src/storage/memory/index.js';
 import { sqliteStorage } from '../../src/storage/sqlite/index.js';
@@ -131,7 +133,14 @@ for (const kind of ['memory', 'sqlite'] as const) {
       // each batch takes 10 ms on this clock
       const s = overriding(db.storage, 'jobs', 'pruneBatch', (prune) => async (p) => ((now += 10), prune(p)));
       const pace = { now: () => now, sleep: async (ms: number) => void pauses.push(ms) };
+      const budget = new Retention(s, { batchSize: 2, deadMs: false, maxBatches: 2 }, undefined, pace);
+      assert.equal((await budget.prune()).total, 4);
+      assert.deepEqual(pauses.splice(0), [30], 'two batches, the budget: no pause after the second');
       const r = new Retention(s, { batchSize: 2, deadMs: false }, undefined, pace);
+      assert.equal((await r.prune()).total, 1);
+      assert.deepEqual(pauses.splice(0), [], 'one short batch: the last');
+      for (let i = 0; i < 5; i++) await jobIn(db.storage, `v${i}`, 'succeeded');
+      db.advance(8 * DAY);
       assert.equal((await r.prune()).total, 5);
       assert.deepEqual(pauses, [30, 30], 'three batches: 2, 2, then 1 (short: the last)');
       pauses.length = 0;
@@ -149,8 +158,29 @@ for (const kind of ['memory', 'sqlite'] as const) {
       let batches = 0;
       const s = overriding(db.storage, 'jobs', 'pruneBatch', (prune) => async (p) => (batches++, prune(p)));
       const r = new Retention(s, { batchSize: 2, deadMs: false, pauseRatio: 0 });
-      assert.deepEqual(await r.prune(() => batches < 1), { pruned: { succeeded: 2, dead: 0, cancelled: 0 }, total: 2, complete: false });
-      assert.deepEqual(await r.prune(), { pruned: { succeeded: 3, dead: 0, cancelled: 0 }, total: 3, complete: true });
+      assert.deepEqual(await r.prune({ keepGoing: () => batches < 1 }), { pruned: { succeeded: 2, dead: 0, cancelled: 0 }, total: 2, complete: false });
+      assert.deepEqual(await r.prune({ keepGoing: () => false }), { pruned: { succeeded: 2, dead: 0, cancelled: 0 }, total: 2, complete: false }, 'a first batch whatever keepGoing says');
+      assert.deepEqual(await r.prune(), { pruned: { succeeded: 1, dead: 0, cancelled: 0 }, total: 1, complete: true });
+    });
+
+    it('an abort ends the run in its pause, and no later batch or status runs; a stopped sweeper prunes nothing', async () => {
+      db = open(kind);
+      await db.storage.migrate();
+      for (let i = 0; i < 5; i++) await jobIn(db.storage, `t${i}`, 'succeeded');
+      for (let i = 0; i < 3; i++) await jobIn(db.storage, `d${i}`, 'dead');
+      db.advance(40 * DAY);
+      const statuses: string[] = [];
+      const s = overriding(db.storage, 'jobs', 'pruneBatch', (prune) => async (p) => (statuses.push(p.statuses.join()), prune(p)));
+      const stopping = new AbortController();
+      // the pause is where the abort lands: it never resolves unless aborted
+      const pace = { now: () => 0, sleep: (_ms: number, signal?: AbortSignal) => new Promise((_, reject) => (stopping.abort(), signal?.aborted ? reject(new Error('aborted')) : undefined)) };
+      const r = new Retention(s, { batchSize: 2 }, undefined, pace);
+      assert.deepEqual(await r.prune({ signal: stopping.signal }), { pruned: { succeeded: 2, dead: 0, cancelled: 0 }, total: 2, complete: false });
+      assert.deepEqual(statuses, ['succeeded']);
+      const sweeper = new Sweeper(s, new JobRegistry([]), pino({ level: 'silent' }), Math.random, { intervalMs: 1_000_000, retention: {}, workerSilenceMs: 60_000 });
+      sweeper.stop();
+      await sweeper.maintain();
+      assert.deepEqual(statuses, ['succeeded'], 'nothing pruned once stopped');
     });
 
     it('a worker\'s sweeper prunes with the worker\'s retention option', async () => {
@@ -176,8 +206,10 @@ for (const kind of ['memory', 'sqlite'] as const) {
 
 describe('retention options', () => {
   it('bad values are a ValidationError when the worker is made', () => {
-    for (const bad of [{ succeededMs: -1 }, { deadMs: Number.NaN }, { batchSize: 0 }, { maxBatches: 1.5 }, { pauseRatio: -1 }, { pauseRatio: Infinity }]) {
-      assert.throws(() => new Worker({ storage: memoryStorage(), jobs: [], retention: bad }), ValidationError, JSON.stringify(bad));
+    const jobs = [defineJob({ type: 'noop', handler: () => {} })];
+    for (const bad of [{ succeededMs: -1 }, { deadMs: Number.NaN }, { batchSize: 0 }, { maxBatches: 1.5 }, { pauseRatio: -1 }, { pauseRatio: 101 }, { pauseRatio: Number.NaN }]) {
+      const [name] = Object.keys(bad);
+      assert.throws(() => new Worker({ storage: memoryStorage(), jobs, retention: bad }), (e) => e instanceof ValidationError && e.message.startsWith(`retention.${name} must be`), JSON.stringify(bad));
     }
     assert.deepEqual(retentionRules({}), [{ status: 'succeeded', olderThanMs: 7 * DAY }, { status: 'dead', olderThanMs: 30 * DAY }, { status: 'cancelled', olderThanMs: 30 * DAY }]);
   });
