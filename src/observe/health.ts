@@ -7,7 +7,6 @@
  * Each answers 200 or 503 with a small JSON body naming the reason; nothing in it is secret.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { IntervalHistogram } from 'node:perf_hooks';
 import type { Storage } from '../core/storage.js';
 
 /** One check's answer, ready to send as an HTTP response. */
@@ -56,7 +55,7 @@ export interface Health {
 export function createHealth(opts: HealthOptions = {}): Health {
   const maxDelayMs = opts.maxEventLoopDelayMs ?? 10_000;
   const timeoutMs = opts.timeoutMs ?? 2_000;
-  const loop: IntervalHistogram = monitorEventLoopDelay({ resolution: 20 });
+  const loop = monitorEventLoopDelay({ resolution: 20 });
   loop.enable();
   const healthz = (): HealthReport => {
     // nanoseconds; the histogram holds the delays since the last check

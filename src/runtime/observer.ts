@@ -26,7 +26,11 @@ export interface AttemptObservation {
   ended(end: AttemptEnd): void;
 }
 
-/** An instrument watching a worker (the `observers` option); every method is optional and must not throw. */
+/**
+ * An instrument watching a worker (the `observers` option); every method is optional and must
+ * not throw. Whether it has `started` or `attempt` is read again after each claim (it may drop
+ * them while it has nothing to do); one with both is told `started`, then wraps the start.
+ */
 export interface WorkerObserver {
   /** A claim returned `count` jobs (0 when none were due). */
   claimed?(count: number): void;

@@ -132,8 +132,8 @@ async function seedSpike(db: Db, finished: number, due: number): Promise<void> {
           SELECT 'default', 'noop', '{"i":1}'::json, 'succeeded', 0, now() - interval '1 day', 1, 5, 300000, 3600000,
             now() - interval '1 day', now() - interval '1 day' + interval '5 ms', now() - interval '1 day', now() - interval '1 day'
           FROM generate_series(1, $1::int)`, [finished]);
-        await c.query(`INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome)
-          SELECT id, 1, 'seed', md5(id::text), started_at, finished_at, 5, 'succeeded' FROM ${s}.jobs WHERE status = 'succeeded'`);
+        await c.query(`INSERT INTO ${s}.job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, wait_ms, outcome)
+          SELECT id, 1, 'seed', md5(id::text), started_at, finished_at, 5, 0, 'succeeded' FROM ${s}.jobs WHERE status = 'succeeded'`);
       }
       await c.query(`INSERT INTO ${s}.jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms, created_at, updated_at)
         SELECT 'default', 'noop', '{"i":1}'::json, 'queued', 0, date_trunc('milliseconds', now()) - (g % 60000) * interval '1 ms', 0, 5, 300000, 3600000, now(), now()
@@ -158,8 +158,8 @@ async function seedSpike(db: Db, finished: number, due: number): Promise<void> {
         d.prepare(`${gen} INSERT INTO leasehold_jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms,
             started_at, finished_at, created_at, updated_at)
           SELECT 'default', 'noop', '{"i":1}', 'succeeded', 0, ${y}, 1, 5, 300000, 3600000, ${y}, ${y + 5}, ${y}, ${y} FROM g`).run(finished);
-        d.prepare(`INSERT INTO leasehold_job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome)
-          SELECT id, 1, 'seed', hex(randomblob(16)), started_at, finished_at, 5, 'succeeded' FROM leasehold_jobs WHERE status = 'succeeded'`).run();
+        d.prepare(`INSERT INTO leasehold_job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, wait_ms, outcome)
+          SELECT id, 1, 'seed', hex(randomblob(16)), started_at, finished_at, 5, 0, 'succeeded' FROM leasehold_jobs WHERE status = 'succeeded'`).run();
       }
       d.prepare(`${gen} INSERT INTO leasehold_jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms, created_at, updated_at)
         SELECT 'default', 'noop', '{"i":1}', 'queued', 0, ${now} - (x % 60000), 0, 5, 300000, 3600000, ${now}, ${now} FROM g`).run(due);
@@ -179,8 +179,8 @@ async function seedSpike(db: Db, finished: number, due: number): Promise<void> {
           SELECT 'default', 'noop', '{"i":1}', 'succeeded', 0, UTC_TIMESTAMP(6) - INTERVAL 1 DAY, 1, 5, 300000, 3600000,
             UTC_TIMESTAMP(6) - INTERVAL 1 DAY, UTC_TIMESTAMP(6) - INTERVAL 1 DAY, UTC_TIMESTAMP(6) - INTERVAL 1 DAY, UTC_TIMESTAMP(6) - INTERVAL 1 DAY
           FROM ${gen} WHERE g.x < ?`, [finished]);
-        await c.query(`INSERT INTO leasehold_job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome)
-          SELECT id, 1, 'seed', md5(id), started_at, finished_at, 5, 'succeeded' FROM leasehold_jobs WHERE status = 'succeeded'`);
+        await c.query(`INSERT INTO leasehold_job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, wait_ms, outcome)
+          SELECT id, 1, 'seed', md5(id), started_at, finished_at, 5, 0, 'succeeded' FROM leasehold_jobs WHERE status = 'succeeded'`);
       }
       await c.query(`INSERT INTO leasehold_jobs (queue, type, payload, status, priority, run_at, attempts, max_attempts, timeout_ms, max_runtime_ms, created_at, updated_at)
         SELECT 'default', 'noop', '{"i":1}', 'queued', 0, UTC_TIMESTAMP(6) - INTERVAL (g.x % 60000) * 1000 MICROSECOND, 0, 5, 300000, 3600000, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6)
