@@ -169,11 +169,9 @@ export function tracingObserver(): WorkerObserver {
       },
     };
   };
-  const observer: WorkerObserver = {
-    claimed() {
-      observer.attempt = providerRegistered() ? attempt : undefined;
-    },
-  };
-  observer.claimed?.(0);
+  const observer: WorkerObserver = {};
+  const refresh = (): void => void (observer.attempt = providerRegistered() ? attempt : undefined);
+  observer.claimed = refresh;
+  refresh();
   return observer;
 }
