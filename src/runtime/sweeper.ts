@@ -28,6 +28,8 @@ export interface SweeperOptions {
 export class Sweeper {
   #timer: NodeJS.Timeout | undefined;
   #running = false;
+  /** the tick under way, which stop() waits for: its last statement must not meet a closed storage */
+  #ticking: Promise<void> = Promise.resolve();
   /** aborted by stop(): ends a prune mid-run, pause included */
   #stopping = new AbortController();
   #lastMaintenance = 0;
@@ -51,7 +53,8 @@ export class Sweeper {
     this.#running = true;
     if (this.#stopping.signal.aborted) this.#stopping = new AbortController();
     const loop = async () => {
-      await this.tick();
+      this.#ticking = this.tick();
+      await this.#ticking;
       // a tick still out when stop() ran must not arm another
       if (!this.#running) return;
       // ±20 % jitter so sweepers on many hosts drift apart instead of firing together.
@@ -60,10 +63,12 @@ export class Sweeper {
     this.#timer = setTimeout(loop, this.opts.intervalMs * this.random());
   }
 
-  stop(): void {
+  /** No tick starts after this; resolves when the one under way (its prune aborted) has ended. */
+  stop(): Promise<void> {
     this.#running = false;
     this.#stopping.abort();
     clearTimeout(this.#timer);
+    return this.#ticking;
   }
 
   async tick(): Promise<void> {

@@ -226,9 +226,9 @@ export class Worker<const J extends JobList = JobList> {
     bus.removeEventListener('cancelled', this.#onCancelled);
     this.#heartbeater.stop();
     this.#slots.clock.stop();
-    this.#sweeper?.stop();
-    // within the same allowance (a worker row left behind is removed by a sweeper once silent)
-    await settlesBy(this.#storage.workers.remove({ id: this.id }).catch(() => {}), writesUntil);
+    // within the same allowance, the sweep under way and the worker row's removal (a row left
+    // behind is removed by a sweeper once silent)
+    await settlesBy(Promise.all([this.#sweeper?.stop(), this.#storage.workers.remove({ id: this.id }).catch(() => {})]), writesUntil);
     this.#state = 'stopped';
     const { handed_back: handedBack, abandoned } = this.#slots.ended;
     this.#stopReport = { handedBack, unstarted: [...unstarted.map((l) => l.job.id), ...this.#lateUnstarted] };

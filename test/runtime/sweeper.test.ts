@@ -129,19 +129,29 @@ await describeEachKind('sweeper rescues expired leases', STORAGE_KINDS, (kind) =
   });
 
   test(
-    'a sweep still out when the worker stops is its last: no sweep after stop() returned',
+    'stop() waits for a sweep still out, and no sweep follows it',
     async () => {
       const gate = deferred();
+      const order: string[] = [];
       let sweeps = 0;
       // the first sweep waits for the gate, so it is still out when stop() runs
-      const storage = overriding(h.storage, 'leases', 'findExpired', (find) => async (p) => {
-        if (++sweeps === 1) await gate.promise;
+      const sweeping = overriding(h.storage, 'leases', 'findExpired', (find) => async (p) => {
+        if (++sweeps === 1) {
+          await gate.promise;
+          order.push('sweep ended');
+        }
         return find(p);
+      });
+      // the gate opens a turn after the worker row is removed: a stop() that did not wait for the sweep has returned by then
+      const storage = overriding(sweeping, 'workers', 'remove', (remove) => async (p) => {
+        await remove(p);
+        setImmediate(() => gate.resolve());
       });
       const worker = await h.worker([defineJob({ type: 'swept', handler: () => {} })], { storage, sweeper: true, sweepIntervalMs: 20 });
       await waitFor(() => sweeps === 1, 3_000, 'a sweep to be out');
       await worker.stop();
-      gate.resolve();
+      order.push('stopped');
+      assert.deepEqual(order, ['sweep ended', 'stopped']);
       const atStop = sweeps;
       // a sweeper still looping sweeps again within a few of its 20 ms intervals
       await sleep(300);
