@@ -177,10 +177,17 @@ for (const kind of ['memory', 'sqlite'] as const) {
       const r = new Retention(s, { batchSize: 2 }, undefined, pace);
       assert.deepEqual(await r.prune({ signal: stopping.signal }), { pruned: { succeeded: 2, dead: 0, cancelled: 0 }, total: 2, complete: false });
       assert.deepEqual(statuses, ['succeeded']);
-      const sweeper = new Sweeper(s, new JobRegistry([]), pino({ level: 'silent' }), Math.random, { intervalMs: 1_000_000, retention: {}, workerSilenceMs: 60_000 });
-      sweeper.stop();
+      // after an aborted prune the rest of the maintenance is skipped too: it is the next tick's
+      const later: string[] = [];
+      const counted = overriding(overriding(s, 'workers', 'prune', (prune) => async (p) => (later.push('workers.prune'), prune(p))), 'attempts', 'rollUp', (rollUp) => async (p) => (later.push('attempts.rollUp'), rollUp(p)));
+      const sweeper = new Sweeper(counted, new JobRegistry([]), pino({ level: 'silent' }), Math.random, { intervalMs: 1_000_000, retention: {}, workerSilenceMs: 60_000 });
+      await sweeper.stop();
       await sweeper.maintain();
       assert.deepEqual(statuses, ['succeeded'], 'nothing pruned once stopped');
+      assert.deepEqual(later, [], 'no worker prune or rollup once stopped');
+      const running = new Sweeper(counted, new JobRegistry([]), pino({ level: 'silent' }), Math.random, { intervalMs: 1_000_000, retention: {}, workerSilenceMs: 60_000 });
+      await running.maintain();
+      assert.deepEqual(later, ['workers.prune', 'attempts.rollUp'], 'a sweeper not stopped does both');
     });
 
     it('a worker\'s sweeper prunes with the worker\'s retention option', async () => {
