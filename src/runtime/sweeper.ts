@@ -28,7 +28,7 @@ export interface SweeperOptions {
 export class Sweeper {
   #timer: NodeJS.Timeout | undefined;
   #running = false;
-  /** the tick under way, which stop() waits for: its last statement must not meet a closed storage */
+  /** the tick under way, which stop() returns: the worker waits for it before its caller closes the storage */
   #ticking: Promise<void> = Promise.resolve();
   /** aborted by stop(): ends a prune mid-run, pause included */
   #stopping = new AbortController();
@@ -95,7 +95,8 @@ export class Sweeper {
    */
   async sweep(maxBatches = 10): Promise<number> {
     let rescued = 0;
-    for (let i = 0; i < maxBatches; i++) {
+    // each batch stands alone, so a stopping worker waits for one at most
+    for (let i = 0; i < maxBatches && (i === 0 || !this.#stopping.signal.aborted); i++) {
       const expired = await this.storage.leases.findExpired({ limit: SWEEP_BATCH, types: this.registry.types });
       const params = expired.map((lease) => {
         const def = this.registry.get(lease.type);

@@ -226,9 +226,12 @@ export class Worker<const J extends JobList = JobList> {
     bus.removeEventListener('cancelled', this.#onCancelled);
     this.#heartbeater.stop();
     this.#slots.clock.stop();
-    // within the same allowance, the sweep under way and the worker row's removal (a row left
-    // behind is removed by a sweeper once silent)
-    await settlesBy(Promise.all([this.#sweeper?.stop(), this.#storage.workers.remove({ id: this.id }).catch(() => {})]), writesUntil);
+    // the caller closes the storage next: within the same allowance, the sweep under way ends and
+    // the worker row goes (a row left behind is removed by a sweeper once silent)
+    let swept = this.#sweeper === null;
+    const sweep = this.#sweeper?.stop().then(() => (swept = true));
+    await settlesBy(Promise.all([sweep, this.#storage.workers.remove({ id: this.id }).catch(() => {})]), writesUntil);
+    if (!swept) this.log.warn({ event: 'worker.sweep_unfinished' }, 'stopping with a sweep still running: its next statement will fail on the closed storage');
     this.#state = 'stopped';
     const { handed_back: handedBack, abandoned } = this.#slots.ended;
     this.#stopReport = { handedBack, unstarted: [...unstarted.map((l) => l.job.id), ...this.#lateUnstarted] };
