@@ -34,6 +34,8 @@ describe('leasehold worker --metrics-port', () => {
     const worker = new CliProcess(['--db', t.db, 'worker', '--handlers', HANDLERS, '--metrics-port', '0', '--poll', '100ms'], {});
     const { url } = (await worker.waitFor('metrics.listening', 30_000)) as unknown as { url: string };
     const metrics = () => fetch(`${url}metrics`).then((r) => r.text());
+    // the first scrape takes the database sample, kept for 15 s: it must come after the three finishes landed (logged once written)
+    await waitFor(() => worker.events('job.succeeded').length === 3, 30_000, 'three finishes written');
     await waitFor(async () => valueOf(await metrics(), 'leasehold_attempts_total', { type: 'hello', queue: 'default', outcome: 'succeeded' }) === 3, 15_000, 'three attempts counted');
     const text = await metrics();
     assert.equal(valueOf(text, 'leasehold_jobs', { queue: 'default', type: 'hello', status: 'succeeded' }), 3);

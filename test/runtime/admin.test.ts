@@ -129,13 +129,14 @@ await describeEachKind('admin cancel from another connection', SHARED_KINDS, (ki
     const h = await Harness.open(kind);
     const seen: { reason?: AbortReason; calls: number } = { calls: 0 };
     try {
-      // leaseMs 300: heartbeats every 100 ms, so the cancel is noticed within ~100 ms
-      const { client, worker } = await h.serve([defineJob({ type: 'remote-cancel', maxAttempts: 3, handler: waitsForAbort(seen) })], { leaseMs: 300 });
+      // heartbeats every 500 ms: the cancel is noticed at the next one; a shorter lease could lapse
+      // on a busy server (a renewal late by its third) and abort with LEASE_LOST instead
+      const { client, worker } = await h.serve([defineJob({ type: 'remote-cancel', maxAttempts: 3, handler: waitsForAbort(seen) })], { leaseMs: 1_500 });
       const job = await client.enqueue('remote-cancel', {});
       await waitFor(() => seen.calls === 1, 2_000, 'the handler to start');
       // A different Storage object on the same database: no in-process bus, like another host.
       await new Client({ storage: await h.another() }).cancel(job.id);
-      await waitFor(() => seen.reason, 2_000, 'the handler to be signalled via heartbeat');
+      await waitFor(() => seen.reason, 10_000, 'the handler to be signalled via heartbeat');
       assert.equal(seen.reason?.code, 'CANCELLED');
       await waitFor(() => worker.inFlight === 0, 2_000, 'the slot to be freed');
       assert.equal((await h.job(job.id)).status, 'cancelled');

@@ -165,7 +165,8 @@ await describeEachKind('acquire', STORAGE_KINDS, (kind) => {
 
     await assert.rejects(waiter.acquire('m', { ttlMs: 1_000 }), (e: unknown) => e instanceof LockTimeoutError, 'timeoutMs 0: one try');
     tries = 0;
-    await assert.rejects(waiter.acquire('m', { ttlMs: 1_000, timeoutMs: 200, retryMs: 20 }), (e: unknown) => e instanceof LockTimeoutError && e.code === 'LOCK_TIMEOUT');
+    // 2 s: room for more than one try even when a try's round trip is slow
+    await assert.rejects(waiter.acquire('m', { ttlMs: 1_000, timeoutMs: 2_000, retryMs: 20 }), (e: unknown) => e instanceof LockTimeoutError && e.code === 'LOCK_TIMEOUT');
     assert.ok(tries > 1, `it retried while waiting (${tries} tries)`);
 
     tries = 0;

@@ -165,7 +165,9 @@ for (const { kind, open } of KINDS) {
         jobs: [plain, txWrite],
         concurrency: 2,
         pollIntervalMs: 20,
-        leaseMs: 600,
+        // long enough that a renewal late on a busy server never lapses a lease the tests keep;
+        // the rollback test waits for its lapse
+        leaseMs: 1_500,
         sweepIntervalMs: 200,
         abortGraceMs: 200,
         logger: log.logger,
@@ -182,7 +184,7 @@ for (const { kind, open } of KINDS) {
       waitFor(async () => {
         const j = await world.storage.jobs.get({ id });
         return j?.status === 'succeeded' ? j : null;
-      }, 10_000, `job ${id} to succeed`);
+      }, 20_000, `job ${id} to succeed`);
 
     it('enqueue inside a transaction that rolls back: the job never exists and never runs', async () => {
       const tx = await world.begin();

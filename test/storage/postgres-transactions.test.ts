@@ -66,19 +66,28 @@ describe('postgres specific: transactions and notifications', { skip: url === nu
     await s.migrate();
     const listener = await client();
     const got: (string | undefined)[] = [];
+    const marks: string[] = [];
     listener.on('notification', (n) => {
       if (n.channel === NOTIFY_CHANNEL && n.payload === s.schema) got.push(n.payload);
+      if (n.channel === NOTIFY_CHANNEL && n.payload?.startsWith('mark ')) marks.push(n.payload);
     });
     await listener.query(`LISTEN ${NOTIFY_CHANNEL}`);
     const c = await client();
+    // a listener gets notifications in commit order: once a mark sent after some writes arrives,
+    // every notification those writes sent has arrived before it
+    const mark = async (name: string) => {
+      await c.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, `mark ${name}`]);
+      for (let i = 0; i < 500 && !marks.includes(`mark ${name}`); i++) await sleep(20);
+      assert.ok(marks.includes(`mark ${name}`), `the ${name} mark arrived`);
+    };
     await c.query('BEGIN');
     await s.jobs.insert({ jobs: [job('n')], tx: c });
     await c.query('ROLLBACK');
     await s.jobs.insert({ jobs: [job('n', { runAfterMs: 60_000 })] });
-    await sleep(100);
+    await mark('first');
     assert.equal(got.length, 0, 'no notification for a rollback or a job due later');
     await s.jobs.insert({ jobs: [job('n'), job('n')] });
-    await sleep(100);
+    await mark('second');
     assert.equal(got.length, 1, 'one notification per committed insert of due jobs');
   });
 
@@ -94,7 +103,8 @@ describe('postgres specific: transactions and notifications', { skip: url === nu
     let wakes = 0;
     const unsubscribe = await s.subscribe({ onWake: () => (wakes += 1) });
     const waitFor = async (n: number, what: string) => {
-      for (let i = 0; i < 100 && wakes < n; i++) await sleep(20);
+      // up to 10 s: a reconnect after the kill, on a busy machine
+      for (let i = 0; i < 500 && wakes < n; i++) await sleep(20);
       assert.ok(wakes >= n, `${what}: ${wakes} wake-ups, expected >= ${n}`);
     };
     await other.jobs.insert({ jobs: [job('sub')] });
