@@ -1,12 +1,12 @@
 /**
  * The attempts' shared timer: it fires by the earliest deadline watched, however late that
  * deadline was watched; it asks every attempt when it fires and is set again for the next
- * deadline still ahead (a deadline moved by progress); stop() cancels it.
+ * deadline still ahead (a deadline moved by progress); stop() cancels it. On mocked timers and
+ * Date, so no outcome depends on how late a real timer fires.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import { AttemptClock, type Timed } from '../../src/runtime/attempt-clock.js';
-import { sleep, waitFor } from './support.js';
 
 /** An attempt stand-in with one deadline; records when the clock found it reached. */
 class Fake implements Timed {
@@ -25,68 +25,63 @@ class Fake implements Timed {
 }
 
 describe('attempt clock', () => {
-  test('an earlier deadline watched after a later one fires on time, then the later one', async () => {
-    const t0 = Date.now();
-    const late = new Fake(t0 + 400);
-    const early = new Fake(t0 + 80);
+  beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 }));
+  afterEach(() => mock.timers.reset());
+
+  test('an earlier deadline watched after a later one fires on time, then the later one', () => {
+    const late = new Fake(400);
+    const early = new Fake(80);
     const all = [late];
     const clock = new AttemptClock(() => all);
     clock.watch(late.deadline);
     all.push(early);
     clock.watch(early.deadline);
-    try {
-      const earlyAt = await waitFor(() => early.firedAt, 2_000, 'the early deadline');
-      assert.ok(earlyAt - t0 < 300, `early deadline found after ${earlyAt - t0} ms, due at 80`);
-      assert.equal(late.firedAt, null, 'the later deadline is not reached yet');
-      const lateAt = await waitFor(() => late.firedAt, 2_000, 'the later deadline');
-      assert.ok(lateAt >= late.deadline);
-    } finally {
-      clock.stop();
-    }
+    mock.timers.tick(79);
+    assert.equal(early.firedAt, null, 'not before its deadline');
+    mock.timers.tick(1);
+    assert.equal(early.firedAt, 80, 'the early deadline, at its time');
+    assert.equal(late.firedAt, null, 'the later deadline is not reached yet');
+    mock.timers.tick(320);
+    assert.equal(late.firedAt, 400, 'then the later one, at its time');
+    clock.stop();
   });
 
-  test('a later deadline watched does not postpone the timer', async () => {
-    const t0 = Date.now();
-    const first = new Fake(t0 + 60);
+  test('a later deadline watched does not postpone the timer', () => {
+    const first = new Fake(60);
     const all = [first];
     const clock = new AttemptClock(() => all);
     clock.watch(first.deadline);
     for (let i = 1; i <= 50; i++) {
-      const f = new Fake(t0 + 60 + i * 1_000);
+      const f = new Fake(60 + i * 1_000);
       all.push(f);
       clock.watch(f.deadline);
     }
-    try {
-      const firstAt = await waitFor(() => first.firedAt, 2_000, 'the first deadline');
-      assert.ok(firstAt - t0 < 300);
-    } finally {
-      clock.stop();
-    }
+    mock.timers.tick(60);
+    assert.equal(first.firedAt, 60);
+    clock.stop();
   });
 
-  test('a deadline moved later (progress) is checked again at its new time', async () => {
-    const t0 = Date.now();
-    const moving = new Fake(t0 + 50);
+  test('a deadline moved later (progress) is checked again at its new time', () => {
+    const moving = new Fake(50);
     const clock = new AttemptClock(() => [moving]);
     clock.watch(moving.deadline);
-    moving.deadline = t0 + 250; // ctx.heartbeat() moved it; the clock is not told
-    try {
-      await sleep(150);
-      assert.ok(moving.asked >= 1, 'the clock asked at the old deadline');
-      assert.equal(moving.firedAt, null, 'not reached at the old deadline');
-      const movedAt = await waitFor(() => moving.firedAt, 2_000, 'the moved deadline');
-      assert.ok(movedAt >= t0 + 250);
-    } finally {
-      clock.stop();
-    }
+    moving.deadline = 250; // ctx.heartbeat() moved it; the clock is not told
+    mock.timers.tick(50);
+    assert.equal(moving.asked, 1, 'the clock asked at the old deadline');
+    assert.equal(moving.firedAt, null, 'not reached at the old deadline');
+    mock.timers.tick(199);
+    assert.equal(moving.firedAt, null);
+    mock.timers.tick(1);
+    assert.equal(moving.firedAt, 250, 'reached at the moved deadline');
+    clock.stop();
   });
 
-  test('stop() cancels the timer', async () => {
-    const f = new Fake(Date.now() + 30);
+  test('stop() cancels the timer', () => {
+    const f = new Fake(30);
     const clock = new AttemptClock(() => [f]);
     clock.watch(f.deadline);
     clock.stop();
-    await sleep(120);
+    mock.timers.tick(1_000);
     assert.equal(f.asked, 0);
   });
 });
