@@ -110,8 +110,8 @@ await describeEachKind('sweeper rescues expired leases', STORAGE_KINDS, (kind) =
       beats++;
       return r;
     });
-    // lease 1 s, renewed every third of it
-    await h.worker([def], { storage: beating, leaseMs: 1_000 });
+    // lease 2 s, renewed every third of it: a renewal would have to be late by more than a second to lapse
+    await h.worker([def], { storage: beating, leaseMs: 2_000 });
     await h.waitStatus(job.id, 'running');
     let sweeps = 0;
     const counted = overriding(h.storage, 'leases', 'findExpired', (find) => async (p) => {
@@ -121,7 +121,7 @@ await describeEachKind('sweeper rescues expired leases', STORAGE_KINDS, (kind) =
     // a second worker that handles the type, so it would rescue the job if its lease lapsed
     await h.worker([def], { storage: counted, sweeper: true, sweepIntervalMs: 40, concurrency: 1 });
     // past three lease lengths of renewals, with the sweeper looking all along
-    await waitFor(() => beats >= 9 && sweeps >= 20, 20_000, 'nine renewals and twenty sweeps');
+    await waitFor(() => beats >= 9 && sweeps >= 20, 40_000, 'nine renewals and twenty sweeps');
     gate.resolve();
     const done = await h.waitStatus(job.id, 'succeeded');
     assert.equal(done.attempts, 1);
