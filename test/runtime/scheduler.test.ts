@@ -100,11 +100,12 @@ await describeEachKind("Worker with schedules, the database's own clock", STORAG
     const { storage, cleanup } = await openTestStorage(kind);
     cleanups.push(cleanup);
     const { def, seen } = recorder('sec');
-    await syncSchedules(storage, [{ name: 'each-second', type: 'sec', everyMs: 1_000 }]);
+    // misfire 'all': a first tick later than the default 3 s grace (a slow machine) still fires the due slot
+    await syncSchedules(storage, [{ name: 'each-second', type: 'sec', everyMs: 1_000, misfire: 'all' }]);
     const first = (await storage.schedules.get({ name: 'each-second' }))!.nextRunAt!;
     await waitFor(async () => (await storage.now()).getTime() >= first.getTime(), 5_000, 'the first slot to pass');
     const report = await new Worker({
-      storage, jobs: [def], pollIntervalMs: 20, sweeper: false, logger: quiet(), schedules: [{ name: 'each-second', type: 'sec', everyMs: 1_000 }],
+      storage, jobs: [def], pollIntervalMs: 20, sweeper: false, logger: quiet(), schedules: [{ name: 'each-second', type: 'sec', everyMs: 1_000, misfire: 'all' }],
     }).drain({ maxMs: 10_000 });
     assert.ok(report.processed >= 1);
     assert.equal(seen[0]?.scheduleName, 'each-second');
