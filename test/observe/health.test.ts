@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -21,7 +22,6 @@ import { TEST_URLS } from '../support/databases.js';
 import type { StorageKind } from '../runtime/support.js';
 import { STORAGE_KINDS, describeEachKind, openTestStorage } from '../runtime/support.js';
 import { dropMysqlTables, dropPostgresSchema } from '../runtime/support-storages.js';
-import { freePort } from '../support/net.js';
 
 /** A database of `kind` where leasehold never ran `migrate`. */
 function unmigrated(kind: StorageKind): { storage: Storage; cleanup: () => Promise<void> } {
@@ -111,14 +111,21 @@ describe('health: what makes it fail', () => {
   });
 
   test('PostgreSQL and MySQL servers that are not there: 503, unreachable', async () => {
-    const port = await freePort();
-    for (const storage of [postgresStorage({ connectionString: `postgres://postgres@127.0.0.1:${port}/test`, connectTimeoutMs: 2_000 }), mysqlStorage({ uri: `mysql://root@127.0.0.1:${port}/test` })]) {
-      const health = createHealth({ storage, timeoutMs: 10_000 });
-      const r = await health.readyz();
-      health.close();
-      await storage.close();
-      assert.equal(r.status, 503, storage.dialect);
-      assert.match(r.body.reason ?? '', new RegExp(`the ${storage.dialect} database is unreachable: .+`));
+    // a port held by this test, whose connections close at once: no other process can take it meanwhile
+    const closer = createServer((socket) => socket.destroy());
+    await new Promise<void>((r) => closer.listen(0, '127.0.0.1', r));
+    const { port } = closer.address() as AddressInfo;
+    try {
+      for (const storage of [postgresStorage({ connectionString: `postgres://postgres@127.0.0.1:${port}/test`, connectTimeoutMs: 2_000 }), mysqlStorage({ uri: `mysql://root@127.0.0.1:${port}/test` })]) {
+        const health = createHealth({ storage, timeoutMs: 10_000 });
+        const r = await health.readyz();
+        health.close();
+        await storage.close();
+        assert.equal(r.status, 503, storage.dialect);
+        assert.match(r.body.reason ?? '', new RegExp(`the ${storage.dialect} database is unreachable: .+`));
+      }
+    } finally {
+      closer.close();
     }
   });
 
