@@ -39,15 +39,23 @@ function skipReason(): string | null {
 }
 
 
-/** Prometheus on a temp config scraping `target` every second; its API at `api`. */
+/**
+ * Prometheus on a temp config scraping `target` every second; its API at `api`, once it says it
+ * is ready. A port taken between freePort() and Prometheus's bind is tried again on a new one.
+ */
 async function startPrometheus(dir: string, target: string): Promise<{ child: ChildProcess; api: string; log: () => string }> {
-  const port = await freePort();
   const config = path.join(dir, 'prometheus.yml');
   writeFileSync(config, ['global:', '  scrape_interval: 1s', '  evaluation_interval: 1s', 'scrape_configs:', '  - job_name: leasehold', '    static_configs:', `      - targets: ['${target}']`, ''].join('\n'));
-  const child = spawn(PROMETHEUS, [`--config.file=${config}`, `--storage.tsdb.path=${path.join(dir, 'tsdb')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-4_000)));
-  return { child, api: `http://127.0.0.1:${port}/api/v1`, log: () => log };
+  for (let tries = 1; ; tries++) {
+    const port = await freePort();
+    const child = spawn(PROMETHEUS, [`--config.file=${config}`, `--storage.tsdb.path=${path.join(dir, 'tsdb')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-4_000)));
+    const ready = async () => fetch(`http://127.0.0.1:${port}/-/ready`, { signal: AbortSignal.timeout(2_000) }).then(async (r) => r.ok && (await r.text()).includes('Prometheus'), () => false);
+    const state = await waitFor(async () => (child.exitCode !== null || child.signalCode !== null ? 'exited' : (await ready()) ? 'ready' : null), 60_000, `Prometheus to be ready (its log: ${log})`);
+    if (state === 'ready') return { child, api: `http://127.0.0.1:${port}/api/v1`, log: () => log };
+    if (tries === 3 || !/address already in use/.test(log)) throw new Error(`Prometheus exited: ${log}`);
+  }
 }
 
 /** The instant query's result vector; a query Prometheus refuses throws. */
