@@ -50,6 +50,8 @@ for (const kind of ['memory', 'sqlite'] as const) {
       const id = await expiredBehindOrphans('orphan-daemon', def.type);
       await h.worker([def], { sweeper: true, sweepIntervalMs: 20, scheduler: false });
       await h.waitStatus(id, 'succeeded');
+      // the sweeper logs the rescue once its write returned: the job may have run by then
+      await h.waitEvent('job.rescued', id);
       assert.equal(h.log.count('job.rescued', id), 1);
       // the orphans are not this worker's to rescue
       assert.equal((await h.client.listJobs({ type: 'orphan-daemon', status: 'running', limit: 1_000 })).length, ORPHANS);

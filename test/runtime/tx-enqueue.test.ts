@@ -223,7 +223,8 @@ for (const { kind, open } of KINDS) {
       const attempts = await world.storage.attempts.list({ jobId: job.id });
       assert.deepEqual(attempts.map((a) => [a.attempt, a.outcome]), [[1, 'succeeded']]);
       assert.ok(attempts[0]?.finishedAt);
-      assert.ok(log.events('job.succeeded', job.id).some((e) => e.inTransaction === true));
+      // the handler's commit lands the success before the worker, once the handler returned, logs it
+      await waitFor(() => log.events('job.succeeded', job.id).some((e) => e.inTransaction === true), 10_000, 'the success logged as in the transaction');
     });
 
     it('succeedInTransaction then ROLLBACK: neither lands; the lease lapses and the job is retried', async () => {
