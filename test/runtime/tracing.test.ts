@@ -13,7 +13,7 @@ import { defineJob } from '../../src/runtime/job-definition.js';
 import { fromTraceparent, toTraceparent } from '../../src/runtime/tracing.js';
 import { Worker } from '../../src/runtime/worker.js';
 import { memoryStorage } from '../../src/storage/memory/index.js';
-import { LogCapture } from './support.js';
+import { LogCapture, waitFor } from './support.js';
 
 test('without a tracer provider nothing is stored and jobs run', async () => {
   const storage = memoryStorage();
@@ -54,7 +54,11 @@ test('a provider registered after the worker started gets the spans of the attem
     trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
     const job = await client.enqueue('t', { before: false });
     while ((await storage.jobs.list({ status: 'succeeded', limit: 10 })).length < 2) await new Promise((r) => setTimeout(r, 10));
-    const consumers = exporter.getFinishedSpans().filter((s) => s.name === 'process default');
+    // the attempt's span ends once its finish returned, a moment after the row reads succeeded
+    const consumers = await waitFor(() => {
+      const ended = exporter.getFinishedSpans().filter((s) => s.name === 'process default');
+      return ended.length > 0 ? ended : null;
+    }, 5_000, 'the consumer span ended');
     assert.deepEqual(consumers.map((s) => s.attributes['messaging.message.id']), [job.id]);
   } finally {
     await worker.stop();
