@@ -1,8 +1,8 @@
 /**
  * Liveness and readiness: `/healthz` 200 while the event loop runs (503 after a stall);
  * `/readyz` 200 on a migrated database of every kind, 503 with the reason on an unmigrated
- * one, a schema newer than the code, a database that does not answer and a server that is
- * not there.
+ * one, a schema newer than the code, a database that does not answer and a server whose
+ * connections drop at once.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -110,7 +110,7 @@ describe('health: what makes it fail', () => {
     assert.match(r.body.reason ?? '', /memory database is unreachable: no answer within 100 ms/);
   });
 
-  test('PostgreSQL and MySQL servers that are not there: 503, unreachable', async () => {
+  test('PostgreSQL and MySQL servers that do not answer (the connection dropped at once): 503, unreachable', async () => {
     // a port held by this test, whose connections close at once: no other process can take it meanwhile
     const closer = createServer((socket) => socket.destroy());
     await new Promise<void>((r) => closer.listen(0, '127.0.0.1', r));

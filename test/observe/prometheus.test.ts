@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -51,8 +52,22 @@ async function startPrometheus(dir: string, target: string): Promise<{ child: Ch
     const child = spawn(PROMETHEUS, [`--config.file=${config}`, `--storage.tsdb.path=${path.join(dir, 'tsdb')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
     child.stderr?.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-4_000)));
-    const ready = async () => fetch(`http://127.0.0.1:${port}/-/ready`, { signal: AbortSignal.timeout(2_000) }).then(async (r) => r.ok && (await r.text()).includes('Prometheus'), () => false);
-    const state = await waitFor(async () => (child.exitCode !== null || child.signalCode !== null ? 'exited' : (await ready()) ? 'ready' : null), 60_000, `Prometheus to be ready (its log: ${log})`);
+    // 'close', not 'exit': its stderr, which says why it stopped, has been read by then
+    let closed = false;
+    child.once('close', () => (closed = true));
+    const ready = async () =>
+      fetch(`http://127.0.0.1:${port}/-/ready`, { signal: AbortSignal.timeout(2_000) }).then(async (r) => {
+        const body = await r.text();
+        return r.ok && body.includes('Prometheus');
+      }, () => false);
+    let state: 'ready' | 'closed';
+    try {
+      state = await waitFor(async () => (closed ? 'closed' : (await ready()) ? 'ready' : null), 60_000, 'Prometheus to be ready');
+    } catch (e) {
+      child.kill('SIGKILL');
+      if (!closed) await once(child, 'close');
+      throw new Error(`${(e as Error).message}; its log: ${log}`);
+    }
     if (state === 'ready') return { child, api: `http://127.0.0.1:${port}/api/v1`, log: () => log };
     if (tries === 3 || !/address already in use/.test(log)) throw new Error(`Prometheus exited: ${log}`);
   }

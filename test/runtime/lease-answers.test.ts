@@ -96,7 +96,7 @@ for (const kind of ['memory', 'sqlite'] as const) {
       // A's slot was freed before its finish was written: B would have started by now
       assert.deepEqual(started, [a.id], 'the cancelled job never started');
       assert.equal((await h.job(b.id)).status, 'cancelled');
-      // A leaves its slot once its finish returned, a moment after the row reads succeeded
+      // A's attempt leaves `running` (which inFlight counts) once its finish was written, a moment after the row reads succeeded
       await waitFor(() => worker.inFlight === 0, 2_000, "A's attempt to end");
     });
   });

@@ -151,7 +151,7 @@ describe('withLock, a lost lock on one clock (memory)', () => {
 });
 
 await describeEachKind('acquire', STORAGE_KINDS, (kind) => {
-  test('waits for the holder to release; gives up with LOCK_TIMEOUT after timeoutMs; an abort ends the wait', { timeout: 10_000 }, async () => {
+  test('waits for the holder to release; gives up with LOCK_TIMEOUT after timeoutMs; an abort ends the wait', { timeout: 30_000 }, async () => {
     const storage = await fresh(kind);
     let tries = 0;
     const counting = overriding(storage, 'locks', 'acquire', (acquire) => (p) => {

@@ -117,7 +117,7 @@ await describeEachKind('graceful stop', STORAGE_KINDS, (kind) => {
     const t0 = Date.now();
     const report = await worker.stop({ deadlineMs: 300 });
     const took = Date.now() - t0;
-    // the deadline, the grace capped at 1 s, and at most the 5 s allowance for writes: far from the 30 s asked
+    // the deadline, the grace capped at 1 s, the 5 s allowance for writes, and 5 s of slack for a busy machine: far from the 30 s asked
     assert.ok(took < 300 + 1_000 + 5_000 + 5_000, `stop took ${took} ms`);
     // its handler still runs in this process: the lease is left to lapse, never handed back
     assert.deepEqual(report.handedBack, []);
