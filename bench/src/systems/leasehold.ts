@@ -194,6 +194,9 @@ async function seedSpike(db: Db, finished: number, due: number): Promise<void> {
 
 type Variant = 'default' | 'poll10' | 'node-sqlite';
 
+/** For measurement tools only (guarantee-cost-pg.ts): called with each worker's storage before the worker starts. */
+export const storageHooks: { onWorkerStorage?: (storage: unknown) => void } = {};
+
 function def(db: Db, variant: Variant): SystemDef {
   const pollIntervalMs = variant === 'poll10' ? 10 : undefined;
   const suffix = variant === 'poll10' ? '-poll10' : variant === 'node-sqlite' ? '-node' : '';
@@ -215,6 +218,7 @@ function def(db: Db, variant: Variant): SystemDef {
     async worker({ concurrency, onJob }) {
       onJobRef = onJob;
       const storage = await openStorage(url(db, variant));
+      storageHooks.onWorkerStorage?.(storage);
       const bufferSize = process.env.BENCH_LEASEHOLD_BUFFER ? Number(process.env.BENCH_LEASEHOLD_BUFFER) : undefined;
       const w = new Worker({ storage, jobs: [noop], concurrency, ...(pollIntervalMs ? { pollIntervalMs } : {}), ...(bufferSize ? { bufferSize } : {}) });
       await w.start();
