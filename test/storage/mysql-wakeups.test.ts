@@ -59,7 +59,7 @@ describe('mysql wake-ups: a parked connection interrupted by enqueues', { skip: 
     const woken = new Promise<void>((r) => (second = r));
     const unsubscribe = await storage.subscribe({ onWake: () => {
       wakes += 1;
-      // enqueued as the first wake arrives: within the gap after the first KILL
+      // enqueued as the first wake arrives: within the gap after the first KILL, unless this wake came late
       if (wakes === 1) void other.jobs.insert({ jobs: [due] });
       else second();
     } });
