@@ -81,8 +81,13 @@ async function openSqlite(dir: string): Promise<ChaosDb> {
     allAttempts: async () => {
       const db = new Database(file, { readonly: true, timeout: 10_000 });
       try {
-        // every attempt, in one read
-        return (db.prepare('SELECT * FROM leasehold_job_attempts ORDER BY job_id, attempt, id').all() as Record<string, unknown>[]).map(sqliteAttemptRow);
+        // every attempt, in one read: the history rows, and the successes their job rows keep (as attempts.list reads them)
+        return (db.prepare(`SELECT id, job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms, outcome,
+            error_code, error_message, error_stack, retry_delay_ms, wait_ms FROM leasehold_job_attempts
+          UNION ALL
+          SELECT 'succeeded:' || id, id, attempts, locked_by, lease_token, started_at, finished_at, max(0, finished_at - started_at), 'succeeded',
+            NULL, NULL, NULL, NULL, max(0, started_at - run_at) FROM leasehold_jobs WHERE status = 'succeeded'
+          ORDER BY job_id, attempt, id`).all() as Record<string, unknown>[]).map(sqliteAttemptRow);
       } finally {
         db.close();
       }

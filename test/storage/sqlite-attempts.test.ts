@@ -1,11 +1,13 @@
 /**
  * What only the SQLite adapter has to prove about attempt rows: none is written at claim time
  * (the job row holds the running attempt), one closed row is written by the write that ends the
- * attempt — a finish or an operator's cancel — and pruning takes them with their job.
+ * attempt — a failure or an operator's cancel — none by a success (the job row keeps it, and
+ * every read of attempts finds it there), and pruning takes them with their job.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
+import { CHART_RANGES, binOf } from '../../src/core/charts.js';
 import { sqliteStorage } from '../../src/storage/sqlite/index.js';
 import { job, tempFiles } from './sqlite-support.js';
 
@@ -63,12 +65,59 @@ describe('sqlite specific: attempt rows', () => {
     assert.equal((await s.jobs.cancel({ id: k!.id })).applied, true);
     assert.deepEqual((await s.attempts.list({ jobId: k!.id })).map((a) => [a.workerId, a.leaseToken, a.outcome, a.errorCode, a.errorMessage, a.durationMs]),
       [['w-end', k!.leaseToken, 'cancelled', 'CANCELLED', 'cancelled by an operator', 75]]);
-    assert.deepEqual([attemptRows(file, f!.id), attemptRows(file, k!.id)], [1, 1]);
+    assert.deepEqual([attemptRows(file, f!.id), attemptRows(file, k!.id)], [0, 1], 'the success kept its attempt in its job row');
     // a second cancel finds no running attempt to close
     assert.equal((await s.jobs.cancel({ id: k!.id })).applied, false);
     assert.equal(attemptRows(file, k!.id), 1);
     assert.equal(await s.jobs.prune({ olderThanMs: -1, statuses: ['succeeded', 'cancelled'], limit: 10 }), 2);
     assert.equal(attemptRows(file, f!.id) + attemptRows(file, k!.id), 0, 'attempts go with their jobs');
+    await s.close();
+  });
+
+  it('a success writes no attempt row: its job row keeps the attempt, which list, outcomes and the series read like any other', async () => {
+    const file = tempFile();
+    const t0 = Date.UTC(2030, 0, 1, 10, 7);
+    let t = t0;
+    const s = sqliteStorage({ path: file, clock: () => t });
+    await s.migrate();
+    await s.jobs.insert({ jobs: [job('ok'), job('ok'), job('ok')] });
+    t += 40;
+    const [a, b, c] = await s.leases.claim({ workerId: 'w-ok', types: ['ok'], queues: null, limit: 3, leaseMs: 100 });
+    t += 1500;
+    // a: the batched plain success; b: an item-by-item success (only if its lease expired); c: a failure, retried
+    const res = await s.leases.finish({ items: [
+      { id: a!.id, leaseToken: a!.leaseToken, status: 'succeeded', result: '{"n":1}', attempt: { outcome: 'succeeded' } },
+      { id: b!.id, leaseToken: b!.leaseToken, status: 'succeeded', onlyIfExpired: true, attempt: { outcome: 'succeeded' } },
+      { id: c!.id, leaseToken: c!.leaseToken, status: 'failed', runAfterMs: 0, error: { code: 'E', message: 'm' }, attempt: { outcome: 'failed', error: { code: 'E', message: 'm' } } },
+    ] });
+    assert.deepEqual(res.map((r) => r.applied), [true, true, true]);
+    assert.deepEqual([attemptRows(file, a!.id), attemptRows(file, b!.id), attemptRows(file, c!.id)], [0, 0, 1]);
+    const held = (x: typeof a) => ({
+      id: `succeeded:${x!.id}`, jobId: x!.id, attempt: 1, workerId: 'w-ok', leaseToken: x!.leaseToken, startedAt: new Date(t0 + 40),
+      finishedAt: new Date(t), durationMs: 1500, outcome: 'succeeded', errorCode: null, errorMessage: null, errorStack: null, retryDelayMs: null, waitMs: 40,
+    });
+    assert.deepEqual(await s.attempts.list({ jobId: a!.id }), [held(a)]);
+    assert.deepEqual(await s.attempts.list({ jobId: b!.id }), [held(b)]);
+    // the job view shows a lease only while it runs, as on every adapter
+    const got = await s.jobs.get({ id: a!.id });
+    assert.deepEqual([got!.status, got!.lockedBy, got!.leaseToken, got!.lockedUntil], ['succeeded', null, null, null]);
+    // c runs again and succeeds: its failed attempt is a row, its success the job row, in that order
+    t += 10;
+    const [c2] = await s.leases.claim({ workerId: 'w-ok2', types: ['ok'], queues: null, limit: 1, leaseMs: 30_000 });
+    t += 20;
+    assert.deepEqual((await s.leases.finish({ items: [{ id: c2!.id, leaseToken: c2!.leaseToken, status: 'succeeded', attempt: { outcome: 'succeeded' } }] }))[0]?.applied, true);
+    assert.deepEqual((await s.attempts.list({ jobId: c!.id })).map((x) => [x.attempt, x.workerId, x.outcome, x.durationMs]), [[1, 'w-ok', 'failed', 1500], [2, 'w-ok2', 'succeeded', 20]]);
+    assert.deepEqual(await s.attempts.outcomes({ sinceMs: 60_000 }), [
+      { type: 'ok', queue: 'default', outcome: 'failed', count: 1 },
+      { type: 'ok', queue: 'default', outcome: 'succeeded', count: 3 },
+    ]);
+    const series = await s.attempts.series(CHART_RANGES.hour);
+    const total = (xs: readonly { count: number }[]) => xs.reduce((n, x) => n + x.count, 0);
+    const succeeded = series.outcomes.filter((x) => x.outcome === 'succeeded');
+    assert.deepEqual([total(succeeded), total(series.outcomes), total(series.runTime), total(series.wait), total(series.failures)], [3, 4, 4, 4, 1]);
+    // three attempts of 1.5 s (two successes, the failure) and the success of 20 ms, in their run-time bins
+    const inBin = (ms: number) => total(series.runTime.filter((x) => x.bin === binOf(ms)));
+    assert.deepEqual([inBin(1500), inBin(20)], [3, 1]);
     await s.close();
   });
 });

@@ -1,8 +1,11 @@
 /**
  * Attempt history on SQLite. A claim writes no attempt row: the job row holds the running
- * attempt (worker, number, lease, start) until the write that ends it — a finish, a rescue, a
- * hand-back or an operator's cancel — inserts its history row, once. `list` reads a running
- * attempt from its job row.
+ * attempt (worker, number, lease, start) until the write that ends it — a rescue, a hand-back,
+ * a failure or an operator's cancel — inserts its history row, once. A success writes none: the
+ * job row keeps that attempt for good (worker, token, start, finish, due time; a succeeded job
+ * never changes status again), which saves a row write per job on the drain's path. So
+ * `job_attempts` holds no 'succeeded' row, and every read of ended attempts (`list`, `outcomes`,
+ * the series in ./series.ts) adds the succeeded job rows as attempts.
  */
 import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
 import { checkRollUp } from '../../core/chart-rollups.js';
@@ -21,34 +24,29 @@ export const ATTEMPT_SQL = {
       outcome, error_code, error_message, error_stack, retry_delay_ms, wait_ms)
     SELECT id, attempts, locked_by, lease_token, started_at, ?, max(0, ? - started_at), ?, ?, ?, ?, ?, max(0, started_at - run_at)
     FROM {p}jobs WHERE id = ? AND lease_token = ? AND status = 'running' AND (? = 0 OR locked_until < ?)`,
-  // the common end for a whole finish write: one statement (and one statement journal) per
-  // batch, not per job; @items is [[id, leaseToken, result], …]; CROSS JOIN: @items drives;
-  // +status: each job read by its rowid, never by a walk of the running index however ANALYZE
-  // counted it
-  succeeded: `-- leasehold attempts.succeeded (leases.finish): write the history rows of the attempts in @items that succeeded, read from their job rows under the finish's fence
-    INSERT INTO {p}job_attempts (job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
-      outcome, error_code, error_message, error_stack, retry_delay_ms, wait_ms)
-    SELECT j.id, j.attempts, j.locked_by, j.lease_token, j.started_at, @now, max(0, @now - j.started_at), 'succeeded', NULL, NULL, NULL, NULL,
-      max(0, j.started_at - j.run_at)
-    FROM json_each(@items) AS i CROSS JOIN {p}jobs AS j
-    WHERE j.id = i.value ->> 0 AND j.lease_token = i.value ->> 1 AND +j.status = 'running'`,
-  // ended attempts in the order they were written (one lease at a time, so the order they ran);
-  // the running one's id is 'running:' + job id, as on PostgreSQL and MySQL
-  list: `-- leasehold attempts.list: a job's attempt history, oldest first, then the attempt running now (held in the job row)
-    SELECT id, 0 AS running, job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
+  // ended attempts in the order they were written (one lease at a time, so the order they ran),
+  // then the one the job row holds: running ('running:' + job id, as on PostgreSQL and MySQL) or
+  // the success that ended the job ('succeeded:' + job id)
+  list: `-- leasehold attempts.list: a job's attempt history, oldest first, then the attempt its job row holds (running now, or the success that ended it)
+    SELECT id, 0 AS held, job_id, attempt, worker_id, lease_token, started_at, finished_at, duration_ms,
       outcome, error_code, error_message, error_stack, retry_delay_ms, wait_ms
     FROM {p}job_attempts WHERE job_id = @id
     UNION ALL
-    SELECT 'running:' || id, 1, id, attempts, locked_by, lease_token, started_at, NULL, NULL,
-      'running', NULL, NULL, NULL, NULL, max(0, started_at - run_at)
-    FROM {p}jobs WHERE id = @id AND status = 'running'
-    ORDER BY running, id`,
+    SELECT status || ':' || id, 1, id, attempts, locked_by, lease_token, started_at,
+      CASE WHEN status = 'succeeded' THEN finished_at END, CASE WHEN status = 'succeeded' THEN max(0, finished_at - started_at) END,
+      status, NULL, NULL, NULL, NULL, max(0, started_at - run_at)
+    FROM {p}jobs WHERE id = @id AND status IN ('running', 'succeeded')
+    ORDER BY held, id`,
   // rows are written when an attempt ends, so none is 'running'; the join drops pruned jobs
-  outcomes: `-- leasehold attempts.outcomes: attempts that ended at or after @since, counted by their job's type and queue and by outcome
-    SELECT j.type AS type, j.queue AS queue, a.outcome AS outcome, count(*) AS count
-    FROM {p}job_attempts a JOIN {p}jobs j ON j.id = a.job_id
-    WHERE a.finished_at >= @since AND a.outcome <> 'running'
-    GROUP BY j.type, j.queue, a.outcome ORDER BY j.type, j.queue, a.outcome`,
+  outcomes: `-- leasehold attempts.outcomes: attempts that ended at or after @since (history rows and succeeded job rows), counted by their job's type and queue and by outcome
+    SELECT type, queue, outcome, sum(n) AS count FROM (
+      SELECT j.type AS type, j.queue AS queue, a.outcome AS outcome, count(*) AS n
+      FROM {p}job_attempts a JOIN {p}jobs j ON j.id = a.job_id
+      WHERE a.finished_at >= @since AND a.outcome <> 'running'
+      GROUP BY 1, 2, 3
+      UNION ALL
+      SELECT type, queue, 'succeeded', count(*) FROM {p}jobs WHERE finished_at >= @since AND status = 'succeeded' GROUP BY 1, 2)
+    GROUP BY type, queue, outcome ORDER BY type, queue, outcome`,
 } as const;
 
 export class SqliteAttempts implements AttemptStore {

@@ -5,10 +5,10 @@
  *   statement returned, never re-read, and it writes no attempt row (see attempts.ts). A claim
  *   naming a type or queue with limits (`flow`, `queueFlow`) runs in one IMMEDIATE transaction
  *   instead: the limited groups' picks (flow.ts), then the free part through the same statement;
- * - a finish call is one IMMEDIATE transaction: the handlers' plain successes in it are two
- *   statements for all of them (attempts.succeeded, LEASE_SQL.succeed: json_each of their
- *   leases, each job read by its rowid); every other finish, and heartbeats, are cached
- *   statements run per item (see LEASE_SQL.finish).
+ * - a finish call is one IMMEDIATE transaction: the handlers' plain successes in it are one
+ *   statement for all of them (LEASE_SQL.succeed: json_each of their leases, each job read by
+ *   its rowid); every other finish, and heartbeats, are cached statements run per item (see
+ *   LEASE_SQL.finish). A success writes no attempt row: its job row keeps the attempt.
  */
 import type { JobStatus } from '../../core/status.js';
 import type {
@@ -69,17 +69,21 @@ export const LEASE_SQL = {
     SELECT status FROM {p}jobs WHERE id = ?`,
   // per item rather than one UPDATE … FROM json_each per batch: SQLite re-parses the JSON item
   // for every ->> it extracts, and this one has a dozen values (the success's three)
-  finish: `-- leasehold leases.finish: fenced finish of one attempt: lands only under the same lease on a running job (? = status, now, runAfterMs, uncount, hasError, errorCode, hasError, errorMessage, finishedAt, now, result, id, leaseToken, onlyIfExpired, now)
+  // a success keeps the worker and the token: the job row holds its last attempt (attempts.ts)
+  finish: `-- leasehold leases.finish: fenced finish of one attempt: lands only under the same lease on a running job (? = status, now, runAfterMs, uncount, hasError, errorCode, hasError, errorMessage, succeeded, succeeded, finishedAt, now, result, id, leaseToken, onlyIfExpired, now)
     UPDATE {p}jobs
     SET status = ?, run_at = coalesce(? + ?, run_at), attempts = attempts - ?,
         last_error_code = CASE WHEN ? THEN ? ELSE last_error_code END,
         last_error = CASE WHEN ? THEN ? ELSE last_error END,
-        locked_by = NULL, lease_token = NULL, locked_until = NULL, finished_at = ?, updated_at = ?, result = ?
+        locked_by = CASE WHEN ? THEN locked_by END, lease_token = CASE WHEN ? THEN lease_token END,
+        locked_until = NULL, finished_at = ?, updated_at = ?, result = ?
     WHERE id = ? AND lease_token = ? AND status = 'running' AND (? = 0 OR locked_until < ?)`,
-  // the common finish for a whole write, read as attempts.succeeded reads; RETURNING says which landed
-  succeed: `-- leasehold leases.finish: fenced success of the attempts in @items ([[id, leaseToken, result], …]): each lands only under its lease on a running job
+  // the common finish for a whole write; RETURNING says which landed; worker and token stay, as
+  // the attempt's record; +status: each job read by its rowid, never by a walk of the running
+  // index however ANALYZE counted it
+  succeed: `-- leasehold leases.finish: fenced success of the attempts in @items ([[id, leaseToken, result], …]): each lands only under its lease on a running job, its job row keeping the attempt
     UPDATE {p}jobs
-    SET status = 'succeeded', locked_by = NULL, lease_token = NULL, locked_until = NULL, finished_at = @now, updated_at = @now, result = i.value ->> 2
+    SET status = 'succeeded', locked_until = NULL, finished_at = @now, updated_at = @now, result = i.value ->> 2
     FROM json_each(@items) AS i
     WHERE {p}jobs.id = i.value ->> 0 AND {p}jobs.lease_token = i.value ->> 1 AND +{p}jobs.status = 'running'
     RETURNING id`,
@@ -205,8 +209,9 @@ export class SqliteLeases implements LeaseStore {
   /**
    * The handlers' plain successes together (`#succeed`), then the rest item by item in input
    * order: the attempt's history row first (ATTEMPT_SQL.end, read from the job row under the
-   * same fence), then the job row, whose count says whether the item landed. Same fence, same
-   * transaction: the history row is written exactly when it lands.
+   * same fence; none for a success, whose job row keeps it), then the job row, whose count says
+   * whether the item landed. Same fence, same transaction: the history row is written exactly
+   * when it lands.
    */
   async finish(p: { items: readonly FinishParams[]; tx?: unknown }): Promise<FinishResult[]> {
     refuseTx(p.tx, 'leases.finish');
@@ -237,11 +242,13 @@ export class SqliteLeases implements LeaseStore {
         }
         const expiredOnly = f.onlyIfExpired ? 1 : 0;
         const a = f.attempt.error ?? null;
-        end.run(now, now, f.attempt.outcome, a?.code ?? null, a?.message ?? null, a?.stack ?? null, f.attempt.retryDelayMs ?? null, id, f.leaseToken, expiredOnly, now);
+        // a success's job row keeps its attempt (worker and token too): no history row
+        const keep = f.status === 'succeeded' ? 1 : 0;
+        if (!keep) end.run(now, now, f.attempt.outcome, a?.code ?? null, a?.message ?? null, a?.stack ?? null, f.attempt.retryDelayMs ?? null, id, f.leaseToken, expiredOnly, now);
         const e = f.error ?? null;
         const hasError = e === null ? 0 : 1;
         const applied = finish.run(
-          f.status, now, f.runAfterMs ?? null, f.uncountAttempt ? 1 : 0, hasError, e?.code ?? null, hasError, e?.message ?? null,
+          f.status, now, f.runAfterMs ?? null, f.uncountAttempt ? 1 : 0, hasError, e?.code ?? null, hasError, e?.message ?? null, keep, keep,
           TERMINAL.has(f.status) ? now : null, now, f.result ?? null, id, f.leaseToken, expiredOnly, now,
         ).changes > 0;
         if (applied) landed.set(id, f.status);
@@ -252,10 +259,9 @@ export class SqliteLeases implements LeaseStore {
     });
   }
 
-  /** The plain successes among `items` (where `together`), in two statements: the ids that landed. */
+  /** The plain successes among `items` (where `together`), in one statement: the ids that landed. */
   #succeed(items: readonly FinishParams[], ids: readonly (number | null)[], together: readonly boolean[], now: number): Set<number> {
     const batch = JSON.stringify(items.flatMap((f, i) => (together[i] ? [[ids[i], f.leaseToken, f.result ?? null]] : [])));
-    this.db.stmt(ATTEMPT_SQL.succeeded).run({ now, items: batch });
     const rows = this.db.stmt(LEASE_SQL.succeed, 'raw').all({ now, items: batch }) as [id: number][];
     return new Set(rows.map((r) => r[0]));
   }

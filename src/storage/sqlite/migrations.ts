@@ -104,8 +104,9 @@ CREATE TRIGGER {p}jobs_id_floor AFTER DELETE ON {p}jobs
   WHEN OLD.id > (SELECT floor FROM {p}job_id_floor)
   BEGIN UPDATE {p}job_id_floor SET floor = OLD.id; END;
 
--- job_attempts: one row per ended attempt, written once by the write that ends it (finish,
--- rescue, hand-back, cancel); while an attempt runs, its job row holds it
+-- job_attempts: one row per ended attempt, written once by the write that ends it (failure,
+-- rescue, hand-back, cancel); while an attempt runs, its job row holds it, and a success's job
+-- row keeps it for good (attempts.ts): no row here is 'succeeded'
 CREATE TABLE {p}job_attempts (
   id             INTEGER PRIMARY KEY AUTOINCREMENT,
   job_id         INTEGER NOT NULL REFERENCES {p}jobs (id) ON DELETE CASCADE,

@@ -2,8 +2,9 @@
  * attempts.series on SQLite: ended attempts counted per time bucket in SQL (by outcome, failures
  * by job type, run time and wait in core's histogram bins). Closed 15-minute slots are counted
  * once into attempt_rollups and read from there (core/chart-rollups.ts); the rest of the window
- * is counted from job_attempts over its finished_at index. Times are epoch ms, so a bucket is an
- * integer division (the driver binds numbers as REAL: they are cast first).
+ * is counted from job_attempts over its finished_at index, and from the succeeded job rows
+ * (which keep their attempt, attempts.ts) over jobs_finished_at_idx. Times are epoch ms, so a
+ * bucket is an integer division (the driver binds numbers as REAL: they are cast first).
  */
 import { FAILURE_OUTCOMES, checkSeriesQuery, seriesStart } from '../../core/charts.js';
 import type { AttemptSeries, AttemptSeriesQuery } from '../../core/charts.js';
@@ -20,12 +21,17 @@ const FAILED = FAILURE_OUTCOMES.map((o) => `'${o}'`).join(', ');
 /** the slot an attempt of a roll over [@start, @end) falls in */
 const SLOT = `${int('start')} + ((a.finished_at - ${int('start')}) / ${ROLLUP_SLOT_MS}) * ${ROLLUP_SLOT_MS}`;
 
-/** What each series part counts, over a window of attempts, grouped by `by` (a bucket or a slot). */
+/** The attempts that ended in the window: history rows, and the succeeded job rows that keep theirs. */
+const ENDED = `(SELECT finished_at, outcome, duration_ms, wait_ms FROM {p}job_attempts a WHERE ${WINDOW}
+      UNION ALL
+      SELECT finished_at, 'succeeded', max(0, finished_at - started_at), max(0, started_at - run_at) FROM {p}jobs a WHERE ${WINDOW} AND status = 'succeeded') a`;
+
+/** What each series part counts, over a window of attempts, grouped by `by` (a bucket or a slot); a failure is never a job row's. */
 const parts = (by: string) => ({
-  outcome: { label: 'a.outcome', from: '{p}job_attempts a', where: '' },
+  outcome: { label: 'a.outcome', from: ENDED, where: '' },
   failure: { label: 'j.type', from: '{p}job_attempts a JOIN {p}jobs j ON j.id = a.job_id', where: ` AND a.outcome IN (${FAILED})` },
-  run: { label: binCase('a.duration_ms'), from: '{p}job_attempts a', where: ' AND a.duration_ms IS NOT NULL' },
-  wait: { label: binCase('a.wait_ms'), from: '{p}job_attempts a', where: ' AND a.wait_ms IS NOT NULL' },
+  run: { label: binCase('a.duration_ms'), from: ENDED, where: ' AND a.duration_ms IS NOT NULL' },
+  wait: { label: binCase('a.wait_ms'), from: ENDED, where: ' AND a.wait_ms IS NOT NULL' },
   by,
 });
 

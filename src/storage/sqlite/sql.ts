@@ -7,7 +7,7 @@
  * header inside its text. `{p}` in a template is the table prefix (default `leasehold_`).
  */
 import type { AttemptOutcome, JobStatus } from '../../core/status.js';
-import type { EffectRow, ExpiredLease, WorkerRow } from '../../core/storage.js';
+import type { EffectRow, ExpiredLease, JobRow, WorkerRow } from '../../core/storage.js';
 import { rowMappers } from '../row-mapping.js';
 
 export interface SqlJob {
@@ -41,7 +41,7 @@ export interface SqlJob {
 }
 
 export interface SqlAttempt {
-  /** a row's id; 'running:' + job id for a running attempt read from its job row */
+  /** a row's id; 'running:' or 'succeeded:' + job id for the attempt its job row holds */
   id: number | string;
   job_id: number;
   attempt: number;
@@ -124,7 +124,14 @@ export function parseJsonOrUndefined(s: string | null): unknown {
 }
 
 /** times are epoch-millisecond integers, the payload JSON text */
-export const { toJobRow, toAttemptRow, toBatchRow } = rowMappers({ date: (v) => new Date(Number(v)), payload: (v) => JSON.parse(String(v)) });
+const mappers = rowMappers({ date: (v) => new Date(Number(v)), payload: (v) => JSON.parse(String(v)) });
+export const { toAttemptRow, toBatchRow } = mappers;
+
+/** A job as the contract shows it: a succeeded job row keeps its attempt's worker and token (attempts.ts), shown only while it runs. */
+export function toJobRow(row: object): JobRow {
+  const job = mappers.toJobRow(row);
+  return job.status === 'succeeded' ? { ...job, lockedBy: null, leaseToken: null } : job;
+}
 
 export function toEffectRow(r: SqlEffect): EffectRow {
   return {
