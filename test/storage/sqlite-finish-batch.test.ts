@@ -12,7 +12,6 @@ import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { JOB_STATUSES } from '../../src/core/status.js';
 import type { FinishParams, NewJob, Storage } from '../../src/core/storage.js';
-import { ATTEMPT_SQL } from '../../src/storage/sqlite/attempts.js';
 import { sqliteStorage } from '../../src/storage/sqlite/index.js';
 import { LEASE_SQL } from '../../src/storage/sqlite/leases.js';
 
