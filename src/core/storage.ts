@@ -42,7 +42,8 @@
  *   clears locked_by, lease_token, locked_until; finished_at = now for succeeded/dead/cancelled
  *   (else null); and closes the attempt with the same (job_id, lease_token): finished_at,
  *   duration_ms (= finished_at - started_at in whole milliseconds), outcome, error fields,
- *   retry_delay_ms.
+ *   retry_delay_ms. (SQLite keeps a plain success's attempt in its job row instead: locked_by
+ *   and lease_token stay there, and reads show them as null and the attempt as history.)
  * - jobs.retry: from queued/failed/dead/cancelled → queued, run_at = now, attempts = 0, lease and
  *   finished_at cleared. jobs.cancel: from queued/failed/running → cancelled, finished_at = now,
  *   lease cleared, last_error_code 'CANCELLED'; a running attempt closes as 'cancelled'.

@@ -86,7 +86,7 @@ async function openSqlite(dir: string): Promise<ChaosDb> {
             error_code, error_message, error_stack, retry_delay_ms, wait_ms FROM leasehold_job_attempts
           UNION ALL
           SELECT 'succeeded:' || id, id, attempts, locked_by, lease_token, started_at, finished_at, max(0, finished_at - started_at), 'succeeded',
-            NULL, NULL, NULL, NULL, max(0, started_at - run_at) FROM leasehold_jobs WHERE status = 'succeeded'
+            NULL, NULL, NULL, NULL, max(0, started_at - run_at) FROM leasehold_jobs WHERE status = 'succeeded' AND lease_token IS NOT NULL
           ORDER BY job_id, attempt, id`).all() as Record<string, unknown>[]).map(sqliteAttemptRow);
       } finally {
         db.close();

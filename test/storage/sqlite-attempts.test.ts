@@ -74,11 +74,11 @@ describe('sqlite specific: attempt rows', () => {
     await s.close();
   });
 
-  it('a success writes no attempt row: its job row keeps the attempt, which list, outcomes and the series read like any other', async () => {
+  for (const driver of ['better-sqlite3', 'node:sqlite'] as const) it(`a success writes no attempt row: its job row keeps the attempt, which list, outcomes, the series and the rollups read like any other (${driver})`, async () => {
     const file = tempFile();
     const t0 = Date.UTC(2030, 0, 1, 10, 7);
     let t = t0;
-    const s = sqliteStorage({ path: file, clock: () => t });
+    const s = sqliteStorage({ path: file, clock: () => t, driver });
     await s.migrate();
     await s.jobs.insert({ jobs: [job('ok'), job('ok'), job('ok')] });
     t += 40;
@@ -118,6 +118,17 @@ describe('sqlite specific: attempt rows', () => {
     // three attempts of 1.5 s (two successes, the failure) and the success of 20 ms, in their run-time bins
     const inBin = (ms: number) => total(series.runTime.filter((x) => x.bin === binOf(ms)));
     assert.deepEqual([inBin(1500), inBin(20)], [3, 1]);
+    // a success that moves run_at (the contract allows it) writes its row and clears the lease, counted once
+    await s.jobs.insert({ jobs: [job('ok')] });
+    const [d] = await s.leases.claim({ workerId: 'w-ok', types: ['ok'], queues: null, limit: 1, leaseMs: 30_000 });
+    assert.equal((await s.leases.finish({ items: [{ id: d!.id, leaseToken: d!.leaseToken, status: 'succeeded', runAfterMs: 60_000, attempt: { outcome: 'succeeded' } }] }))[0]?.applied, true);
+    assert.equal(attemptRows(file, d!.id), 1);
+    assert.deepEqual((await s.attempts.list({ jobId: d!.id })).map((x) => [x.workerId, x.outcome, x.waitMs]), [['w-ok', 'succeeded', 0]]);
+    // an hour on, all of it is in closed 15-minute slots: the rollups count each attempt once
+    t += 3_600_000;
+    const day = await s.attempts.series(CHART_RANGES.day);
+    assert.deepEqual([total(day.outcomes.filter((x) => x.outcome === 'succeeded')), total(day.outcomes), total(day.runTime), total(day.wait)], [4, 5, 5, 5]);
+    assert.deepEqual([total((await s.attempts.series(CHART_RANGES.day)).outcomes)], [5], 'read again from the rollups alone');
     await s.close();
   });
 });

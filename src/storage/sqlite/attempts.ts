@@ -1,11 +1,12 @@
 /**
  * Attempt history on SQLite. A claim writes no attempt row: the job row holds the running
  * attempt (worker, number, lease, start) until the write that ends it — a rescue, a hand-back,
- * a failure or an operator's cancel — inserts its history row, once. A success writes none: the
- * job row keeps that attempt for good (worker, token, start, finish, due time; a succeeded job
- * never changes status again), which saves a row write per job on the drain's path. So
- * `job_attempts` holds no 'succeeded' row, and every read of ended attempts (`list`, `outcomes`,
- * the series in ./series.ts) adds the succeeded job rows as attempts.
+ * a failure or an operator's cancel — inserts its history row, once. A handler's success writes
+ * none: the job row keeps that attempt for good (worker, token, start, finish, due time; no
+ * write takes a job out of 'succeeded'), which saves a row write per job on the drain's path. A
+ * succeeded row holds its attempt exactly when its lease_token is set (a success that moves
+ * run_at or the attempt count writes a row instead, leases.ts keepsAttempt), and every read of
+ * ended attempts (`list`, `outcomes`, the series in ./series.ts) adds those rows as attempts.
  */
 import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
 import { checkRollUp } from '../../core/chart-rollups.js';
@@ -35,17 +36,17 @@ export const ATTEMPT_SQL = {
     SELECT status || ':' || id, 1, id, attempts, locked_by, lease_token, started_at,
       CASE WHEN status = 'succeeded' THEN finished_at END, CASE WHEN status = 'succeeded' THEN max(0, finished_at - started_at) END,
       status, NULL, NULL, NULL, NULL, max(0, started_at - run_at)
-    FROM {p}jobs WHERE id = @id AND status IN ('running', 'succeeded')
+    FROM {p}jobs WHERE id = @id AND (status = 'running' OR (status = 'succeeded' AND lease_token IS NOT NULL))
     ORDER BY held, id`,
   // rows are written when an attempt ends, so none is 'running'; the join drops pruned jobs
-  outcomes: `-- leasehold attempts.outcomes: attempts that ended at or after @since (history rows and succeeded job rows), counted by their job's type and queue and by outcome
+  outcomes: `-- leasehold attempts.outcomes: attempts that ended at or after @since (history rows and the succeeded job rows that hold theirs), counted by their job's type and queue and by outcome
     SELECT type, queue, outcome, sum(n) AS count FROM (
       SELECT j.type AS type, j.queue AS queue, a.outcome AS outcome, count(*) AS n
       FROM {p}job_attempts a JOIN {p}jobs j ON j.id = a.job_id
       WHERE a.finished_at >= @since AND a.outcome <> 'running'
       GROUP BY 1, 2, 3
       UNION ALL
-      SELECT type, queue, 'succeeded', count(*) FROM {p}jobs WHERE finished_at >= @since AND status = 'succeeded' GROUP BY 1, 2)
+      SELECT type, queue, 'succeeded', count(*) FROM {p}jobs WHERE finished_at >= @since AND status = 'succeeded' AND lease_token IS NOT NULL GROUP BY 1, 2)
     GROUP BY type, queue, outcome ORDER BY type, queue, outcome`,
 } as const;
 

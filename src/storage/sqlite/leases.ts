@@ -69,7 +69,7 @@ export const LEASE_SQL = {
     SELECT status FROM {p}jobs WHERE id = ?`,
   // per item rather than one UPDATE … FROM json_each per batch: SQLite re-parses the JSON item
   // for every ->> it extracts, and this one has a dozen values (the success's three)
-  // a success keeps the worker and the token: the job row holds its last attempt (attempts.ts)
+  // a success the job row keeps (keepsAttempt) keeps the worker and the token: the row holds that attempt (attempts.ts)
   finish: `-- leasehold leases.finish: fenced finish of one attempt: lands only under the same lease on a running job (? = status, now, runAfterMs, uncount, hasError, errorCode, hasError, errorMessage, succeeded, succeeded, finishedAt, now, result, id, leaseToken, onlyIfExpired, now)
     UPDATE {p}jobs
     SET status = ?, run_at = coalesce(? + ?, run_at), attempts = attempts - ?,
@@ -146,6 +146,17 @@ function claimedJob(r: ClaimRow, p: ClaimParams, now: number): ClaimedJob {
 const TERMINAL: ReadonlySet<string> = new Set(['succeeded', 'dead', 'cancelled']);
 
 /** A handler's success as the worker reports it: the finish whose statements bind only the lease, the time and the result. */
+/**
+ * A success whose attempt its job row can keep: nothing moves run_at or the attempt count (the
+ * attempt's wait and number) and the attempt has no error. Any other success writes a history
+ * row and clears the lease, as every other finish does: a succeeded row holds its attempt
+ * exactly when its lease_token is set (attempts.ts).
+ */
+function keepsAttempt(f: FinishParams): boolean {
+  return f.status === 'succeeded' && f.attempt.outcome === 'succeeded' && f.attempt.error == null && f.attempt.retryDelayMs == null
+    && f.runAfterMs === undefined && f.uncountAttempt !== true;
+}
+
 function plainSuccess(f: FinishParams): boolean {
   return f.status === 'succeeded' && f.attempt.outcome === 'succeeded' && f.attempt.error == null && f.attempt.retryDelayMs == null
     && f.error == null && f.runAfterMs === undefined && f.uncountAttempt !== true && f.onlyIfExpired !== true;
@@ -242,8 +253,8 @@ export class SqliteLeases implements LeaseStore {
         }
         const expiredOnly = f.onlyIfExpired ? 1 : 0;
         const a = f.attempt.error ?? null;
-        // a success's job row keeps its attempt (worker and token too): no history row
-        const keep = f.status === 'succeeded' ? 1 : 0;
+        // a plain success's job row keeps its attempt (worker and token too): no history row
+        const keep = keepsAttempt(f) ? 1 : 0;
         if (!keep) end.run(now, now, f.attempt.outcome, a?.code ?? null, a?.message ?? null, a?.stack ?? null, f.attempt.retryDelayMs ?? null, id, f.leaseToken, expiredOnly, now);
         const e = f.error ?? null;
         const hasError = e === null ? 0 : 1;

@@ -105,8 +105,8 @@ CREATE TRIGGER {p}jobs_id_floor AFTER DELETE ON {p}jobs
   BEGIN UPDATE {p}job_id_floor SET floor = OLD.id; END;
 
 -- job_attempts: one row per ended attempt, written once by the write that ends it (failure,
--- rescue, hand-back, cancel); while an attempt runs, its job row holds it, and a success's job
--- row keeps it for good (attempts.ts): no row here is 'succeeded'
+-- rescue, hand-back, cancel); while an attempt runs, its job row holds it, and a handler's
+-- success stays in its job row for good (attempts.ts)
 CREATE TABLE {p}job_attempts (
   id             INTEGER PRIMARY KEY AUTOINCREMENT,
   job_id         INTEGER NOT NULL REFERENCES {p}jobs (id) ON DELETE CASCADE,

@@ -20,7 +20,8 @@ const CANCEL_MESSAGE = 'cancelled by an operator';
 export const OPERATOR_SQL = {
   get: `-- leasehold operator.get: the job an operator's change is about, as it is before the change
     SELECT * FROM {p}jobs WHERE id = ?`,
-  // a unique key another job took meanwhile stays with that job: this one comes back without it
+  // a unique key another job took meanwhile stays with that job: this one comes back without it;
+  // never a succeeded job, whose row may hold its last attempt (attempts.ts)
   retry: `-- leasehold jobs.retry: admin "retry now": back to queued, due now, attempts reset, lease and finish cleared
     UPDATE {p}jobs
     SET status = 'queued', run_at = @now, attempts = 0, locked_by = NULL, lease_token = NULL,

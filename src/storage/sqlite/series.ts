@@ -3,7 +3,7 @@
  * by job type, run time and wait in core's histogram bins). Closed 15-minute slots are counted
  * once into attempt_rollups and read from there (core/chart-rollups.ts); the rest of the window
  * is counted from job_attempts over its finished_at index, and from the succeeded job rows
- * (which keep their attempt, attempts.ts) over jobs_finished_at_idx. Times are epoch ms, so a
+ * that keep their attempt (attempts.ts) over jobs_finished_at_idx. Times are epoch ms, so a
  * bucket is an integer division (the driver binds numbers as REAL: they are cast first).
  */
 import { FAILURE_OUTCOMES, checkSeriesQuery, seriesStart } from '../../core/charts.js';
@@ -24,7 +24,7 @@ const SLOT = `${int('start')} + ((a.finished_at - ${int('start')}) / ${ROLLUP_SL
 /** The attempts that ended in the window: history rows, and the succeeded job rows that keep theirs. */
 const ENDED = `(SELECT finished_at, outcome, duration_ms, wait_ms FROM {p}job_attempts a WHERE ${WINDOW}
       UNION ALL
-      SELECT finished_at, 'succeeded', max(0, finished_at - started_at), max(0, started_at - run_at) FROM {p}jobs a WHERE ${WINDOW} AND status = 'succeeded') a`;
+      SELECT finished_at, 'succeeded', max(0, finished_at - started_at), max(0, started_at - run_at) FROM {p}jobs a WHERE ${WINDOW} AND status = 'succeeded' AND lease_token IS NOT NULL) a`;
 
 /** What each series part counts, over a window of attempts, grouped by `by` (a bucket or a slot); a failure is never a job row's. */
 const parts = (by: string) => ({

@@ -127,7 +127,7 @@ export function parseJsonOrUndefined(s: string | null): unknown {
 const mappers = rowMappers({ date: (v) => new Date(Number(v)), payload: (v) => JSON.parse(String(v)) });
 export const { toAttemptRow, toBatchRow } = mappers;
 
-/** A job as the contract shows it: a succeeded job row keeps its attempt's worker and token (attempts.ts), shown only while it runs. */
+/** A job as the contract shows it: a succeeded job row may keep its attempt's worker and token (attempts.ts); a lease shows only while it runs. */
 export function toJobRow(row: object): JobRow {
   const job = mappers.toJobRow(row);
   return job.status === 'succeeded' ? { ...job, lockedBy: null, leaseToken: null } : job;
