@@ -46,4 +46,22 @@ describe('postgres specific: schema name and connections', { skip: url === null 
     const [r] = await s.jobs.insert({ jobs: [job('k')] });
     assert.ok(r?.created);
   });
+
+  it('a client out of the pool whose connection is killed does not crash the process, and is not pooled again', { timeout: 30_000 }, async () => {
+    const s = postgresStorage({ connectionString: url as string, schema: `lh_t_${randomBytes(6).toString('hex')}`, poolSize: 1 });
+    made.push(s);
+    schemas.push(s.schema);
+    await s.migrate();
+    const killer = await client();
+    // checked out, between two statements, as a transaction holds it: pg-pool has no listener on it then
+    const held = await s.pool.connect();
+    const pid = (await held.query('SELECT pg_backend_pid() AS pid')).rows[0]?.pid;
+    const ended = new Promise((r) => held.once('end', r));
+    await killer.query('SELECT pg_terminate_backend($1)', [pid]);
+    // no listener of the test's own: without the storage's, this 'error' crashes the test process
+    await ended;
+    held.release(true);
+    const again = (await s.pool.query('SELECT pg_backend_pid() AS pid')).rows[0]?.pid;
+    assert.notEqual(again, pid, 'a fresh connection, not the killed one');
+  });
 });
