@@ -5,10 +5,10 @@
  * none: the job row keeps that attempt for good (worker, token, start, finish, due time; no
  * write takes a job out of 'succeeded'), which saves a row write per job on the drain's path. A
  * succeeded row holds its attempt exactly when its lease_token is set (a success that moves
- * run_at or the attempt count writes a row instead, leases.ts keepsAttempt), and every read of
+ * run_at or the attempt count writes a row instead: keepsAttempt below), and every read of
  * ended attempts (`list`, `outcomes`, the series in ./series.ts) adds those rows as attempts.
  */
-import type { AttemptOutcomeCount, AttemptRow, AttemptStore } from '../../core/storage.js';
+import type { AttemptOutcomeCount, AttemptRow, AttemptStore, FinishParams } from '../../core/storage.js';
 import { checkRollUp } from '../../core/chart-rollups.js';
 import type { SqliteDb } from './db.js';
 import type { AttemptSeries, AttemptSeriesQuery } from '../../core/charts.js';
@@ -49,6 +49,17 @@ export const ATTEMPT_SQL = {
       SELECT type, queue, 'succeeded', count(*) FROM {p}jobs WHERE finished_at >= @since AND status = 'succeeded' AND lease_token IS NOT NULL GROUP BY 1, 2)
     GROUP BY type, queue, outcome ORDER BY type, queue, outcome`,
 } as const;
+
+/**
+ * A success whose attempt its job row can keep: nothing moves run_at or the attempt count (the
+ * attempt's wait and number) and the attempt has no error. Any other success writes a history
+ * row and clears the lease, as every other finish does: a succeeded row holds its attempt
+ * exactly when its lease_token is set (see the top of this file).
+ */
+export function keepsAttempt(f: FinishParams): boolean {
+  return f.status === 'succeeded' && f.attempt.outcome === 'succeeded' && f.attempt.error == null && f.attempt.retryDelayMs == null
+    && f.runAfterMs === undefined && f.uncountAttempt !== true;
+}
 
 export class SqliteAttempts implements AttemptStore {
   constructor(private readonly db: SqliteDb) {}

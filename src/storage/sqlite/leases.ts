@@ -15,7 +15,7 @@ import type {
   ClaimedJob, ClaimParams, ExpiredLease, ExpiredLeaseQuery, FinishParams, FinishResult, HeartbeatParams, HeartbeatResult, LeaseStore,
 } from '../../core/storage.js';
 import { type ClaimFilter, type FlowGroup, flowGroups } from '../../core/flow-groups.js';
-import { ATTEMPT_SQL } from './attempts.js';
+import { ATTEMPT_SQL, keepsAttempt } from './attempts.js';
 import { refuseTx } from './db.js';
 import { NOT_PAUSED, pickLimited } from './flow.js';
 import type { SqliteDb } from './db.js';
@@ -146,17 +146,6 @@ function claimedJob(r: ClaimRow, p: ClaimParams, now: number): ClaimedJob {
 const TERMINAL: ReadonlySet<string> = new Set(['succeeded', 'dead', 'cancelled']);
 
 /** A handler's success as the worker reports it: the finish whose statements bind only the lease, the time and the result. */
-/**
- * A success whose attempt its job row can keep: nothing moves run_at or the attempt count (the
- * attempt's wait and number) and the attempt has no error. Any other success writes a history
- * row and clears the lease, as every other finish does: a succeeded row holds its attempt
- * exactly when its lease_token is set (attempts.ts).
- */
-function keepsAttempt(f: FinishParams): boolean {
-  return f.status === 'succeeded' && f.attempt.outcome === 'succeeded' && f.attempt.error == null && f.attempt.retryDelayMs == null
-    && f.runAfterMs === undefined && f.uncountAttempt !== true;
-}
-
 function plainSuccess(f: FinishParams): boolean {
   return f.status === 'succeeded' && f.attempt.outcome === 'succeeded' && f.attempt.error == null && f.attempt.retryDelayMs == null
     && f.error == null && f.runAfterMs === undefined && f.uncountAttempt !== true && f.onlyIfExpired !== true;
