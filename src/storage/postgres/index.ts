@@ -88,8 +88,8 @@ function createPool(opts: PostgresStorageOptions): pg.Pool {
   // an idle client whose connection drops emits 'error' on the pool, which would crash the
   // process unheard; the next query gets a fresh connection (or a classified error)
   pool.on('error', () => {});
-  // and a client out of the pool may emit it where pg-pool listens for none (a worker crashed so
-  // once in the connection-kill test); its query fails anyway, and a client that erred is not pooled again
+  // and a client out of the pool may emit it where pg-pool listens for none; its query fails
+  // anyway, and a client that erred is not pooled again
   pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
