@@ -19,7 +19,7 @@ import { toAttemptRow as mysqlAttemptRow } from '../../src/storage/mysql/sql.js'
 import { openStorage } from '../../src/storage/open.js';
 import { sqliteWriteLockFree } from '../process/support.js';
 import { toAttemptRow as pgAttemptRow } from '../../src/storage/postgres/sql.js';
-import { toAttemptRow as sqliteAttemptRow } from '../../src/storage/sqlite/sql.js';
+import { HOLDS_SUCCESS, toAttemptRow as sqliteAttemptRow } from '../../src/storage/sqlite/sql.js';
 import type { DbKind } from '../process/support-db.js';
 import type { ThrowawayServer } from './servers.js';
 import { startMariaDb, startPostgres } from './servers.js';
@@ -86,7 +86,7 @@ async function openSqlite(dir: string): Promise<ChaosDb> {
             error_code, error_message, error_stack, retry_delay_ms, wait_ms FROM leasehold_job_attempts
           UNION ALL
           SELECT 'succeeded:' || id, id, attempts, locked_by, lease_token, started_at, finished_at, max(0, finished_at - started_at), 'succeeded',
-            NULL, NULL, NULL, NULL, max(0, started_at - run_at) FROM leasehold_jobs WHERE status = 'succeeded' AND lease_token IS NOT NULL
+            NULL, NULL, NULL, NULL, max(0, started_at - run_at) FROM leasehold_jobs WHERE ${HOLDS_SUCCESS}
           ORDER BY job_id, attempt, id`).all() as Record<string, unknown>[]).map(sqliteAttemptRow);
       } finally {
         db.close();

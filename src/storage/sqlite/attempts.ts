@@ -13,7 +13,7 @@ import { checkRollUp } from '../../core/chart-rollups.js';
 import type { SqliteDb } from './db.js';
 import type { AttemptSeries, AttemptSeriesQuery } from '../../core/charts.js';
 import { attemptSeries, rollUpSlots } from './series.js';
-import { toAttemptRow, toSqlId } from './sql.js';
+import { HOLDS_SUCCESS, toAttemptRow, toSqlId } from './sql.js';
 import type { SqlAttempt } from './sql.js';
 
 export const ATTEMPT_SQL = {
@@ -36,7 +36,7 @@ export const ATTEMPT_SQL = {
     SELECT status || ':' || id, 1, id, attempts, locked_by, lease_token, started_at,
       CASE WHEN status = 'succeeded' THEN finished_at END, CASE WHEN status = 'succeeded' THEN max(0, finished_at - started_at) END,
       status, NULL, NULL, NULL, NULL, max(0, started_at - run_at)
-    FROM {p}jobs WHERE id = @id AND (status = 'running' OR (status = 'succeeded' AND lease_token IS NOT NULL))
+    FROM {p}jobs WHERE id = @id AND (status = 'running' OR (${HOLDS_SUCCESS}))
     ORDER BY held, id`,
   // rows are written when an attempt ends, so none is 'running'; the join drops pruned jobs
   outcomes: `-- leasehold attempts.outcomes: attempts that ended at or after @since (history rows and the succeeded job rows that hold theirs), counted by their job's type and queue and by outcome
@@ -46,7 +46,7 @@ export const ATTEMPT_SQL = {
       WHERE a.finished_at >= @since AND a.outcome <> 'running'
       GROUP BY 1, 2, 3
       UNION ALL
-      SELECT type, queue, 'succeeded', count(*) FROM {p}jobs WHERE finished_at >= @since AND status = 'succeeded' AND lease_token IS NOT NULL GROUP BY 1, 2)
+      SELECT type, queue, 'succeeded', count(*) FROM {p}jobs WHERE finished_at >= @since AND ${HOLDS_SUCCESS} GROUP BY 1, 2)
     GROUP BY type, queue, outcome ORDER BY type, queue, outcome`,
 } as const;
 

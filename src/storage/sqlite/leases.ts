@@ -8,7 +8,7 @@
  * - a finish call is one IMMEDIATE transaction: the handlers' plain successes in it are one
  *   statement for all of them (LEASE_SQL.succeed: json_each of their leases, each job read by
  *   its rowid); every other finish, and heartbeats, are cached statements run per item (see
- *   LEASE_SQL.finish). A success writes no attempt row: its job row keeps the attempt.
+ *   LEASE_SQL.finish). A plain success writes no attempt row: its job row keeps the attempt.
  */
 import type { JobStatus } from '../../core/status.js';
 import type {
@@ -70,7 +70,7 @@ export const LEASE_SQL = {
   // per item rather than one UPDATE … FROM json_each per batch: SQLite re-parses the JSON item
   // for every ->> it extracts, and this one has a dozen values (the success's three)
   // a success the job row keeps (keepsAttempt) keeps the worker and the token: the row holds that attempt (attempts.ts)
-  finish: `-- leasehold leases.finish: fenced finish of one attempt: lands only under the same lease on a running job (? = status, now, runAfterMs, uncount, hasError, errorCode, hasError, errorMessage, succeeded, succeeded, finishedAt, now, result, id, leaseToken, onlyIfExpired, now)
+  finish: `-- leasehold leases.finish: fenced finish of one attempt: lands only under the same lease on a running job (? = status, now, runAfterMs, uncount, hasError, errorCode, hasError, errorMessage, keep, keep, finishedAt, now, result, id, leaseToken, onlyIfExpired, now)
     UPDATE {p}jobs
     SET status = ?, run_at = coalesce(? + ?, run_at), attempts = attempts - ?,
         last_error_code = CASE WHEN ? THEN ? ELSE last_error_code END,

@@ -13,6 +13,7 @@ import type { RollupRow } from '../../core/chart-rollups.js';
 import type { AttemptOutcome } from '../../core/status.js';
 import { binCase } from '../series-sql.js';
 import type { SqliteDb } from './db.js';
+import { HOLDS_SUCCESS } from './sql.js';
 
 const int = (param: string): string => `CAST(@${param} AS INTEGER)`;
 const BUCKET = `(a.finished_at - ${int('from')}) / ${int('bucketMs')}`;
@@ -24,7 +25,7 @@ const SLOT = `${int('start')} + ((a.finished_at - ${int('start')}) / ${ROLLUP_SL
 /** The attempts that ended in the window: history rows, and the succeeded job rows that keep theirs. */
 const ENDED = `(SELECT finished_at, outcome, duration_ms, wait_ms FROM {p}job_attempts a WHERE ${WINDOW}
       UNION ALL
-      SELECT finished_at, 'succeeded', max(0, finished_at - started_at), max(0, started_at - run_at) FROM {p}jobs a WHERE ${WINDOW} AND status = 'succeeded' AND lease_token IS NOT NULL) a`;
+      SELECT finished_at, 'succeeded', max(0, finished_at - started_at), max(0, started_at - run_at) FROM {p}jobs a WHERE ${WINDOW} AND ${HOLDS_SUCCESS}) a`;
 
 /** What each series part counts, over a window of attempts, grouped by `by` (a bucket or a slot); a failure is never a job row's. */
 const parts = (by: string) => ({

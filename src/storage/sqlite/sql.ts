@@ -40,6 +40,9 @@ export interface SqlJob {
   unique_key?: string | null;
 }
 
+/** The succeeded job rows that hold their attempt (attempts.ts): the only place that says which. */
+export const HOLDS_SUCCESS = "status = 'succeeded' AND lease_token IS NOT NULL";
+
 export interface SqlAttempt {
   /** a row's id; 'running:' or 'succeeded:' + job id for the attempt its job row holds */
   id: number | string;
