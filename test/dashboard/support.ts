@@ -99,8 +99,9 @@ export async function post(app: App, path: string, fields: Record<string, string
 }
 
 /** A fresh, migrated memory storage with the seeded jobs: each test starts from the same state. */
-export async function seededMemory(): Promise<{ storage: Storage; s: Seeded }> {
-  const storage = memoryStorage();
+/** `clock`: the storage's clock (default Date.now), e.g. one a test stops after seeding. */
+export async function seededMemory(clock?: () => number): Promise<{ storage: Storage; s: Seeded }> {
+  const storage = memoryStorage(clock ? { clock } : {});
   await storage.migrate();
   return { storage, s: await seed(storage) };
 }
